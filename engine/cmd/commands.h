@@ -1,0 +1,13 @@
+#pragma once
+// Subcommands of kakeya-engine. Each add_* registers one CLI11 subcommand whose callback
+// runs the command and sets the process exit code through `exit_code`.
+// Convention: every preset-facing command takes `--out DIR` and writes DIR/report.json
+// (one JSON report), prints progress to stderr and a short human summary to stdout
+// (or the report itself with --json).
+#include <CLI/CLI.hpp>
+
+namespace kakeya::engine::cmd {
+
+void add_env_probe(CLI::App& app, int& exit_code);
+
+}  // namespace kakeya::engine::cmd

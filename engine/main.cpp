@@ -1,0 +1,15 @@
+// kakeya-engine: the inference engine's presets as subcommands. Thin: the library is the product.
+#include <CLI/CLI.hpp>
+
+#include "bridge/version.h"
+#include "engine/cmd/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"kakeya-engine — GGUF Llama inference presets (CPU/OpenBLAS)"};
+  app.set_version_flag("--version", kakeya::engine_version());
+  app.require_subcommand(1);
+  int exit_code = 0;
+  kakeya::engine::cmd::add_env_probe(app, exit_code);
+  CLI11_PARSE(app, argc, argv);
+  return exit_code;
+}
