@@ -1,0 +1,98 @@
+#pragma once
+// Tensor-type kernels: dequantization, activation conversion and dot products for the GGML
+// types in ggml_types.h. Semantics follow ggml-cpu (ggml-quants.c / ggml-cpu-quants.c at
+// llama.cpp b4748), so results match llama.cpp's reference logits (see
+// tests/data/reference/README.md, "Observed tolerances" 2):
+//   weight type   activation format ("vec_dot_type")
+//   F32           f32
+//   F16           f16   (round to nearest even)
+//   BF16          bf16  (round to nearest even)
+//   Q8_0, Q4_0    Q8_0  (blocks of 32: d = amax/127 stored as fp16, q = round_half_even(x*127/amax))
+//   Q4_K, Q6_K    Q8_K  (blocks of 256: iscale = -127/max where max is the signed value of largest |x|,
+//                        q = min(127, round_half_even(iscale*x)), d = 1/iscale as f32, bsums per 16)
+// Integer parts of quantized dot products are exact; only the f32 accumulation across blocks
+// differs between the portable and the AVX2 kernels.
+//
+// The public functions dispatch at run time (once, from cpu_features()) to the AVX2 kernels
+// when the CPU has AVX2+FMA+F16C, else to the portable ones. No function allocates except
+// quantize_activations when `out.bytes` must grow.
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "engine/ggml_types.h"
+
+namespace kakeya::engine {
+
+// Block layouts (standard GGML/GGUF, little-endian).
+inline constexpr int kQK4_0 = 32;
+inline constexpr int kQK8_0 = 32;
+inline constexpr int kQK_K = 256;
+struct BlockQ4_0 { uint16_t d; uint8_t qs[16]; };                 // value = ((q & 15) - 8) * d; low nibbles 0..15
+struct BlockQ8_0 { uint16_t d; int8_t qs[32]; };                  // value = q * d
+struct BlockQ4_K { uint16_t d; uint16_t dmin; uint8_t scales[12]; uint8_t qs[128]; };
+struct BlockQ6_K { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t d; };
+struct BlockQ8_K { float d; int8_t qs[256]; int16_t bsums[16]; };  // activations only
+static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_K) == 144 &&
+              sizeof(BlockQ6_K) == 210 && sizeof(BlockQ8_K) == 292);
+
+// Q4_K: 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes (ggml get_scale_min_k4).
+inline void q4k_scale_min(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *sc = static_cast<uint8_t>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+    *m = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+
+// dst[0..n) = the f32 values of one row of `type` (bit-identical to ggml's to_float).
+// REQUIRES: n % ggml_block_size(type) == 0.
+void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n);
+
+// Activations converted for a matmul against weights of `weight_type`.
+struct ActivationBuffer {
+  GgmlType vec_dot_type = GgmlType::F32;  // F32, F16, BF16, Q8_0 or Q8_K: the layout of `bytes`
+  std::vector<uint8_t> bytes;
+  int64_t n = 0;                          // elements
+};
+
+// REQUIRES: n % ggml_block_size(weight_type) == 0. Reuses out.bytes' capacity.
+void quantize_activations(GgmlType weight_type, const float* x, int64_t n, ActivationBuffer& out);
+
+// One row of weight_type (act.n elements) · activations. REQUIRES: act was produced by
+// quantize_activations(weight_type, ...).
+float vec_dot(GgmlType weight_type, const void* row, const ActivationBuffer& act);
+
+// y[r - r0] = row r of W · x for r in [r0, r1). W holds rows of n elements, stride
+// ggml_row_bytes(type, n). REQUIRES: act.n == n and act made for `type`.
+void matvec(GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act,
+            float* y);
+
+// ---- Explicit kernel sets (for tests, benches and the dispatcher) ----
+enum class KernelIsa { Portable, Avx2 };
+const char* kernel_isa_name(KernelIsa isa);  // "portable", "avx2"
+KernelIsa active_kernel_isa();                // what the public functions use
+bool kernel_isa_available(KernelIsa isa);     // Portable always; Avx2 when the CPU can run it
+
+struct QuantKernels {
+  void (*dequantize_row)(GgmlType, const void*, float*, int64_t);
+  void (*quantize_activations)(GgmlType, const float*, int64_t, ActivationBuffer&);
+  float (*vec_dot)(GgmlType, const void*, const ActivationBuffer&);
+  void (*matvec)(GgmlType, const void*, int64_t, int64_t, int64_t, const ActivationBuffer&, float*);
+};
+// REQUIRES: kernel_isa_available(isa).
+const QuantKernels& quant_kernels(KernelIsa isa);
+
+namespace detail {
+const QuantKernels& portable_kernels();
+const QuantKernels& avx2_kernels();  // defined in quant_avx2.cpp; call only when the CPU can run it
+// Helpers shared by both kernel sets (portable code).
+size_t activation_bytes(GgmlType weight_type, int64_t n);
+void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n);
+void quantize_row_q8_k(const float* x, BlockQ8_K* y, int64_t n);
+}  // namespace detail
+
+}  // namespace kakeya::engine
