@@ -1,5 +1,9 @@
 #include "engine/tokenizer.h"
 
+#include "engine/gguf.h"
+
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <queue>
 #include <string>
@@ -139,6 +143,54 @@ Result<Tokenizer> Tokenizer::from_vocab(std::vector<std::string> tokens, std::ve
   t.add_bos_ = add_bos;
   t.add_space_prefix_ = add_space_prefix;
   return t;
+}
+
+Result<Tokenizer> Tokenizer::from_gguf(const GgufFile& gguf) {
+  if (!gguf.has("tokenizer.ggml.model")) {
+    return make_error("unsupported_tokenizer", "GGUF has no tokenizer.ggml.model key");
+  }
+  KAKEYA_ASSIGN_OR_RETURN(const std::string model, gguf.get_string("tokenizer.ggml.model"));
+  if (model != "llama") {
+    return make_error("unsupported_tokenizer",
+                      "tokenizer.ggml.model is \"" + model +
+                          "\"; only \"llama\" (SentencePiece BPE with byte fallback) is supported");
+  }
+  KAKEYA_ASSIGN_OR_RETURN(std::vector<std::string> tokens,
+                          gguf.get_string_array("tokenizer.ggml.tokens"));
+  std::vector<float> scores;
+  if (gguf.has("tokenizer.ggml.scores")) {
+    KAKEYA_ASSIGN_OR_RETURN(const std::vector<double> s, gguf.get_float_array("tokenizer.ggml.scores"));
+    scores.assign(s.begin(), s.end());
+  }
+  std::vector<int32_t> types;
+  if (gguf.has("tokenizer.ggml.token_type")) {
+    KAKEYA_ASSIGN_OR_RETURN(const std::vector<int64_t> t,
+                            gguf.get_int_array("tokenizer.ggml.token_type"));
+    for (const int64_t v : t) {
+      types.push_back(v < 0 || v > 6 ? -1 : static_cast<int32_t>(v));  // -1 is rejected below
+    }
+  }
+  auto int_or = [&](std::string_view key, int64_t fallback) -> Result<int32_t> {
+    if (!gguf.has(key)) {  // llama.cpp SPM default, when the vocabulary is large enough for it
+      return fallback < static_cast<int64_t>(tokens.size()) ? static_cast<int32_t>(fallback) : -1;
+    }
+    KAKEYA_ASSIGN_OR_RETURN(const int64_t v, gguf.get_int(key));
+    if (v < -1 || v > INT32_MAX) {
+      return make_error("bad_vocab", std::string(key) + " = " + std::to_string(v) + " is out of range");
+    }
+    return static_cast<int32_t>(v);
+  };
+  auto bool_or = [&](std::string_view key, bool fallback) -> Result<bool> {
+    if (!gguf.has(key)) return fallback;
+    return gguf.get_bool(key);
+  };
+  KAKEYA_ASSIGN_OR_RETURN(const int32_t bos, int_or("tokenizer.ggml.bos_token_id", 1));
+  KAKEYA_ASSIGN_OR_RETURN(const int32_t eos, int_or("tokenizer.ggml.eos_token_id", 2));
+  KAKEYA_ASSIGN_OR_RETURN(const int32_t unk, int_or("tokenizer.ggml.unknown_token_id", 0));
+  KAKEYA_ASSIGN_OR_RETURN(const bool add_bos, bool_or("tokenizer.ggml.add_bos_token", true));
+  KAKEYA_ASSIGN_OR_RETURN(const bool add_space, bool_or("tokenizer.ggml.add_space_prefix", true));
+  return from_vocab(std::move(tokens), std::move(scores), std::move(types), bos, eos, unk, add_bos,
+                    add_space);
 }
 
 void Tokenizer::append_bytes(std::string_view symbol, std::vector<int32_t>& out) const {
