@@ -1,0 +1,230 @@
+// GitBus: cache repository and the network operations (ls_remote, fetch, compare-and-swap push).
+// Object-level operations (read_file, list_dir, make_commit, import_objects) are in gitbus_objects.cpp.
+
+#include "bridge/gitbus.h"
+
+#include <git2.h>
+
+#include "bridge/git_session.h"
+#include "bridge/git_util.h"
+
+namespace kakeya::bridge {
+namespace {
+
+// Local ref that names the commit being pushed (libgit2 1.5 resolves a push source as a ref name).
+constexpr const char* kPushSourceRef = "refs/kakeya/push/pending";
+
+Status check_full_ref(const std::string& ref) {
+  if (ref.rfind("refs/", 0) != 0 || git_reference_is_valid_name(ref.c_str()) == 0) {
+    return make_error("bad_ref", "ref '" + ref + "' is not a valid full ref name (refs/...)");
+  }
+  return ok_status();
+}
+
+Status check_remote_url(const std::string& url) {
+  KAKEYA_ASSIGN_OR_RETURN(UrlParts parts, parse_url(url));
+  if (parts.scheme == "file") {
+    return make_error("bad_remote_url", "remote URL '" + redact_url(url) +
+                                            "' is local: local remotes do not compare-and-swap, use a git server");
+  }
+  return ok_status();
+}
+
+std::optional<std::string> find_ref(const std::vector<RemoteRef>& adv, const std::string& ref) {
+  for (const auto& r : adv) {
+    if (r.name == ref) return r.oid;
+  }
+  return std::nullopt;
+}
+
+// One compare-and-swap update of `ref` to `new_id` (nullopt = delete) on a push connection.
+Result<PushOutcome> push_update(git_repository* repo, const std::string& url, const Credentials& creds,
+                                const GitBusOptions& opts, const std::string& ref,
+                                const std::optional<git_oid>& new_id, const std::optional<std::string>& expected_old) {
+  KAKEYA_ASSIGN_OR_RETURN(auto session, RemoteSession::connect(repo, url, creds, opts, GIT_DIRECTION_PUSH));
+  KAKEYA_ASSIGN_OR_RETURN(std::vector<RemoteRef> adv, session->advertisement());
+  std::optional<std::string> current = find_ref(adv, ref);
+  if (current != expected_old) return PushOutcome::Lost;
+  if (new_id && expected_old && git::to_hex(*new_id) == *expected_old) return PushOutcome::Won;
+
+  std::string spec = ":" + ref;
+  if (new_id) {
+    git_reference* tmp = nullptr;
+    if (git_reference_create(&tmp, repo, kPushSourceRef, &*new_id, 1, "kakeya push") != 0) {
+      return git::last_error("repository", "create push source ref " + std::string(kPushSourceRef));
+    }
+    git_reference_free(tmp);
+    spec = std::string(kPushSourceRef) + ":" + ref;  // no '+': never forced
+  }
+  char* spec_c = spec.data();
+  git_strarray specs{&spec_c, 1};
+  git_push_options po;
+  git_push_options_init(&po, GIT_PUSH_OPTIONS_VERSION);
+  po.callbacks = session->callbacks();
+  po.pb_parallelism = 1;
+  int rc = git_remote_upload(session->remote(), &specs, &po);
+  if (rc < 0) {
+    if (session->transport_failed()) return session->failure("transport", "push " + ref);
+    return PushOutcome::Lost;  // ref-level refusal (e.g. non-fast-forward found during negotiation)
+  }
+  // Won or not is already decided by the server's report; updating local tips is best effort.
+  (void)git_remote_update_tips(session->remote(), &session->callbacks(), 0, GIT_REMOTE_DOWNLOAD_TAGS_UNSPECIFIED,
+                               nullptr);
+  if (new_id) {
+    git_reference* tmp = nullptr;
+    if (git_reference_lookup(&tmp, repo, kPushSourceRef) == 0) {
+      git_reference_delete(tmp);
+      git_reference_free(tmp);
+    }
+  }
+  auto it = session->push_status().find(ref);
+  return (it != session->push_status().end() && !it->second) ? PushOutcome::Won : PushOutcome::Lost;
+}
+
+}  // namespace
+
+void GitBus::RepoDeleter::operator()(git_repository* r) const {
+  if (r != nullptr) git_repository_free(r);
+}
+
+GitBus::GitBus(std::string remote_url, std::filesystem::path cache_dir, Credentials creds, GitBusOptions opts,
+               std::unique_ptr<git_repository, RepoDeleter> repo)
+    : remote_url_(std::move(remote_url)),
+      cache_dir_(std::move(cache_dir)),
+      creds_(std::move(creds)),
+      opts_(opts),
+      repo_(std::move(repo)) {}
+
+GitBus::GitBus(GitBus&&) noexcept = default;
+GitBus& GitBus::operator=(GitBus&&) noexcept = default;
+GitBus::~GitBus() = default;
+
+Result<GitBus> GitBus::open(std::string remote_url, std::filesystem::path cache_dir, Credentials creds,
+                            GitBusOptions opts) {
+  git::ensure_init();
+  KAKEYA_TRY(check_remote_url(remote_url));
+  if (opts.max_auth_attempts < 1 || opts.op_timeout_s < 1) {
+    return make_error("bad_option", "GitBusOptions max_auth_attempts=" + std::to_string(opts.max_auth_attempts) +
+                                        " op_timeout_s=" + std::to_string(opts.op_timeout_s) + " must both be >= 1");
+  }
+  if (!creds.ca_bundle.empty() &&
+      git_libgit2_opts(GIT_OPT_SET_SSL_CERT_LOCATIONS, creds.ca_bundle.c_str(), nullptr) != 0) {
+    return git::last_error("transport", "set CA bundle '" + creds.ca_bundle + "'");
+  }
+  std::error_code ec;
+  git_repository* raw = nullptr;
+  if (std::filesystem::exists(cache_dir / "HEAD", ec)) {
+    if (git_repository_open_bare(&raw, cache_dir.c_str()) != 0) {
+      return git::last_error("repository", "open cache repository '" + cache_dir.string() + "'");
+    }
+  } else {
+    std::filesystem::create_directories(cache_dir, ec);
+    if (ec) return make_error("repository", "create cache dir '" + cache_dir.string() + "': " + ec.message());
+    if (git_repository_init(&raw, cache_dir.c_str(), 1) != 0) {
+      return git::last_error("repository", "init cache repository '" + cache_dir.string() + "'");
+    }
+  }
+  std::unique_ptr<git_repository, RepoDeleter> repo(raw);
+  return GitBus(std::move(remote_url), std::move(cache_dir), std::move(creds), opts, std::move(repo));
+}
+
+const std::string& GitBus::remote_url() const { return remote_url_; }
+
+std::string tracking_ref(const std::string& remote_ref) {
+  return "refs/kakeya/remote/" + remote_ref.substr(remote_ref.rfind("refs/", 0) == 0 ? 5 : 0);
+}
+
+Result<std::vector<RemoteRef>> GitBus::ls_remote(std::string_view prefix) {
+  KAKEYA_ASSIGN_OR_RETURN(auto session,
+                          RemoteSession::connect(repo_.get(), remote_url_, creds_, opts_, GIT_DIRECTION_FETCH));
+  KAKEYA_ASSIGN_OR_RETURN(std::vector<RemoteRef> adv, session->advertisement());
+  std::vector<RemoteRef> out;
+  for (auto& r : adv) {
+    if (r.name == "HEAD" || r.name.ends_with("^{}")) continue;
+    if (r.name.compare(0, prefix.size(), prefix) != 0) continue;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+Result<std::map<std::string, std::string>> GitBus::fetch(const std::vector<std::string>& refs) {
+  std::map<std::string, std::string> out;
+  if (refs.empty()) return out;
+  for (const auto& ref : refs) KAKEYA_TRY(check_full_ref(ref));
+
+  KAKEYA_ASSIGN_OR_RETURN(auto session,
+                          RemoteSession::connect(repo_.get(), remote_url_, creds_, opts_, GIT_DIRECTION_FETCH));
+  KAKEYA_ASSIGN_OR_RETURN(std::vector<RemoteRef> adv, session->advertisement());
+  std::vector<std::string> specs;
+  for (const auto& ref : refs) {
+    if (auto oid = find_ref(adv, ref)) {
+      out[ref] = *oid;
+      specs.push_back("+" + ref + ":" + tracking_ref(ref));
+    } else {
+      git_reference* stale = nullptr;
+      if (git_reference_lookup(&stale, repo_.get(), tracking_ref(ref).c_str()) == 0) {
+        git_reference_delete(stale);
+        git_reference_free(stale);
+      }
+    }
+  }
+  if (specs.empty()) return out;
+
+  std::vector<char*> spec_ptrs;
+  for (auto& s : specs) spec_ptrs.push_back(s.data());
+  git_strarray arr{spec_ptrs.data(), spec_ptrs.size()};
+  git_fetch_options fo;
+  git_fetch_options_init(&fo, GIT_FETCH_OPTIONS_VERSION);
+  fo.callbacks = session->callbacks();
+  fo.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
+  fo.update_fetchhead = 0;
+  if (git_remote_download(session->remote(), &arr, &fo) != 0) return session->failure("transport", "fetch");
+  if (git_remote_update_tips(session->remote(), &session->callbacks(), 0, GIT_REMOTE_DOWNLOAD_TAGS_NONE,
+                             "kakeya fetch") != 0) {
+    return git::last_error("repository", "update tracking refs after fetch from " + redact_url(remote_url_));
+  }
+  git_odb* odb_raw = nullptr;
+  if (git_repository_odb(&odb_raw, repo_.get()) != 0) return git::last_error("repository", "open cache odb");
+  git::Odb odb(odb_raw);
+  for (const auto& [ref, hex] : out) {
+    KAKEYA_ASSIGN_OR_RETURN(git_oid id, git::parse_oid(hex, "advertised " + ref));
+    if (git_odb_exists(odb.get(), &id) == 0) {
+      return make_error("transport", "fetch of " + ref + " from " + redact_url(remote_url_) + " did not bring " + hex);
+    }
+  }
+  return out;
+}
+
+Result<PushOutcome> GitBus::push_cas(const std::string& ref, const std::string& new_oid,
+                                     const std::optional<std::string>& expected_old) {
+  KAKEYA_TRY(check_full_ref(ref));
+  KAKEYA_ASSIGN_OR_RETURN(git_oid new_id, git::parse_oid(new_oid, "new_oid"));
+  std::optional<std::string> old_hex;
+  git_odb* odb_raw = nullptr;
+  if (git_repository_odb(&odb_raw, repo_.get()) != 0) return git::last_error("repository", "open cache odb");
+  git::Odb odb(odb_raw);
+  if (git_odb_exists(odb.get(), &new_id) == 0) {
+    return make_error("not_fetched", "new_oid " + new_oid + " is not in the cache repository");
+  }
+  if (expected_old) {
+    KAKEYA_ASSIGN_OR_RETURN(git_oid old_id, git::parse_oid(*expected_old, "expected_old"));
+    old_hex = git::to_hex(old_id);
+    if (git_odb_exists(odb.get(), &old_id) == 0) {
+      return make_error("not_fetched", "expected_old " + *old_hex + " for " + ref +
+                                           " is not in the cache repository: fetch first");
+    }
+    if (!git_oid_equal(&old_id, &new_id) && git_graph_descendant_of(repo_.get(), &new_id, &old_id) != 1) {
+      return make_error("non_fast_forward", "new_oid " + new_oid + " does not descend from expected_old " +
+                                                *old_hex + " for " + ref + " (pushes are never forced)");
+    }
+  }
+  return push_update(repo_.get(), remote_url_, creds_, opts_, ref, new_id, old_hex);
+}
+
+Result<PushOutcome> GitBus::delete_cas(const std::string& ref, const std::string& expected_old) {
+  KAKEYA_TRY(check_full_ref(ref));
+  KAKEYA_ASSIGN_OR_RETURN(git_oid old_id, git::parse_oid(expected_old, "expected_old"));
+  return push_update(repo_.get(), remote_url_, creds_, opts_, ref, std::nullopt, git::to_hex(old_id));
+}
+
+}  // namespace kakeya::bridge

@@ -1,0 +1,142 @@
+#pragma once
+// The git bus transport (DESIGN §2): talk to one git remote through libgit2 1.5, with a private
+// bare repository ("cache") as the object store. No work tree, no index, never force.
+//
+// Network operations (ls_remote, fetch, push_cas, delete_cas) each open one connection and honour
+// GitBusOptions::op_timeout_s: progress/credential callbacks fail once the deadline has passed and a
+// watchdog thread calls git_remote_stop(). LIMITATION (libgit2 1.5): a connect() or read() that is
+// blocked in the kernel cannot be interrupted; the deadline then takes effect at the next callback.
+//
+// Error codes: `auth_failed` (credentials rejected max_auth_attempts times; message names the
+// redacted remote URL), `timeout`, `transport` (connection refused, TLS, HTTP, protocol errors),
+// `not_fetched` (an object the operation needs is not in the cache), `non_fast_forward`,
+// `bad_path`, `bad_oid`, `object_not_found`, `repository` (local cache failures), `import_failed`.
+// Messages include libgit2's git_error_last() text where libgit2 failed.
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bridge/credentials.h"
+#include "bridge/result.h"
+
+struct git_repository;
+
+namespace kakeya::bridge {
+
+struct RemoteRef {
+  std::string name;  // full ref name, e.g. refs/heads/kakeya/req/generate-ab12
+  std::string oid;   // 40 hex chars
+};
+
+struct CommitAuthor {
+  std::string name, email;  // used as author and committer; time = now
+};
+
+// One path edit for make_commit. `path` is '/'-separated, relative to the tree root, with no empty,
+// "." , ".." or ".git" components. content = blob bytes (regular file, mode 100644); nullopt = delete
+// (deleting an absent path is a no-op).
+struct FileChange {
+  std::string path;
+  std::optional<std::string> content;
+};
+
+// Lost = the compare-and-swap did not happen (ref moved, already exists, or the server rejected the
+// update). Not an error: the caller refetches and decides.
+enum class PushOutcome { Won, Lost };
+
+struct GitBusOptions {
+  int max_auth_attempts = 2;  // credential callback invocations per operation before `auth_failed`
+  int op_timeout_s = 60;      // wall-clock budget of each network operation, seconds
+};
+
+// REQUIRES: external synchronization (one thread at a time per instance). Movable, not copyable.
+// Distinct instances may be used from distinct threads concurrently (each with its own cache_dir).
+class GitBus {
+ public:
+  // Opens (or creates with git_repository_init, bare) the cache repository at `cache_dir` and
+  // remembers the remote. Does not touch the network. Applies creds.ca_bundle process-wide via
+  // GIT_OPT_SET_SSL_CERT_LOCATIONS when non-empty. Errors: `repository`, `bad_remote_url`, `transport`.
+  static Result<GitBus> open(std::string remote_url, std::filesystem::path cache_dir, Credentials creds,
+                             GitBusOptions opts = {});
+
+  GitBus(GitBus&&) noexcept;
+  GitBus& operator=(GitBus&&) noexcept;
+  ~GitBus();
+
+  // One advertisement (connect for fetch + git_remote_ls). Returns refs whose full name starts with
+  // `prefix` (peeled "^{}" entries and HEAD excluded), in advertisement order.
+  Result<std::vector<RemoteRef>> ls_remote(std::string_view prefix = "refs/heads/");
+
+  // Fetches the given full ref names (refs/heads/...) with explicit refspecs
+  // `+refs/heads/x:refs/kakeya/remote/heads/x` into the cache over one connection. Returns
+  // ref -> oid for the refs the remote has; refs absent on the remote are left out of the map (and
+  // their tracking refs in the cache are deleted). An empty `refs` makes no connection.
+  Result<std::map<std::string, std::string>> fetch(const std::vector<std::string>& refs);
+
+  // Content of the blob at `path` in the tree of commit `commit_oid` (must be in the cache: fetch or
+  // make_commit first, else `not_fetched`). nullopt if no such path; `bad_path` if it is a directory.
+  Result<std::optional<std::string>> read_file(const std::string& commit_oid, const std::string& path);
+
+  // Every blob path under directory `dir` ("" or "." = root) of the commit's tree, recursively,
+  // as full paths from the tree root (e.g. ".kakeya/run/logs/run.log"), sorted. Empty if `dir` is
+  // absent; `bad_path` if `dir` is a file.
+  Result<std::vector<std::string>> list_dir(const std::string& commit_oid, const std::string& dir);
+
+  // Writes a new commit to the cache (no ref is updated): tree = tree of `base_tree_from` (or the
+  // empty tree if nullopt) with `changes` applied in order (later changes to the same path win;
+  // nested paths create subtrees; subtrees left empty are removed), parent = `parent` (or none).
+  // Trees are built with git_treebuilder; no work tree, no index. Returns the commit oid (hex).
+  // Errors: `not_fetched` (parent/base missing), `bad_path`, `path_conflict` (a path used both as
+  // a file and as a directory in `changes`), `repository`.
+  Result<std::string> make_commit(std::optional<std::string> parent, std::optional<std::string> base_tree_from,
+                                  const std::vector<FileChange>& changes, const std::string& message,
+                                  const CommitAuthor& author);
+
+  // Compare-and-swap `ref` (full name) from `expected_old` (nullopt = must not exist) to `new_oid`,
+  // which must be in the cache and descend from expected_old (else `non_fast_forward`; never forced).
+  // On one push connection: read the advertisement; if the remote's value != expected_old -> Lost
+  // without uploading; else upload + update_tips and return Won only if the server reported this ref
+  // with an OK status through push_update_reference (libgit2 1.5 returns 0 from the push even when a
+  // ref is rejected). The server's receive-pack re-checks the old oid under its ref lock, so of two
+  // racing pushers at most one wins. new_oid == expected_old -> Won without uploading.
+  // Errors (not Lost): `auth_failed`, `timeout`, `transport`, `not_fetched`, `non_fast_forward`.
+  Result<PushOutcome> push_cas(const std::string& ref, const std::string& new_oid,
+                               const std::optional<std::string>& expected_old);
+
+  // Compare-and-swap delete of `ref`: Lost if the remote's value != expected_old (including absent)
+  // or the server rejects; Won if the server reported the deletion OK. Same errors as push_cas.
+  Result<PushOutcome> delete_cas(const std::string& ref, const std::string& expected_old);
+
+  // Copies commit `oid` of the local repository at `repo_path` (work tree or bare; an annotated tag
+  // is peeled to its commit) with its history and all trees and blobs into the cache odb, skipping
+  // objects already there; gitlinks (submodules) are not followed. Parents are written before
+  // children, so an interrupted import never leaves a commit without its ancestry.
+  // Errors: `import_failed` (cannot open repo, oid not a commit), `bad_oid`, `repository`.
+  Result<Ok> import_objects(const std::filesystem::path& repo_path, const std::string& oid);
+
+  // The remote URL exactly as given to open() (may contain userinfo: redact_url() before logging).
+  const std::string& remote_url() const;
+
+ private:
+  struct RepoDeleter {
+    void operator()(git_repository* r) const;
+  };
+  GitBus(std::string remote_url, std::filesystem::path cache_dir, Credentials creds, GitBusOptions opts,
+         std::unique_ptr<git_repository, RepoDeleter> repo);
+
+  std::string remote_url_;
+  std::filesystem::path cache_dir_;
+  Credentials creds_;
+  GitBusOptions opts_;
+  std::unique_ptr<git_repository, RepoDeleter> repo_;
+};
+
+// Tracking ref in the cache for a remote ref: refs/heads/x -> refs/kakeya/remote/heads/x.
+std::string tracking_ref(const std::string& remote_ref);
+
+}  // namespace kakeya::bridge

@@ -1,0 +1,302 @@
+// GitBus object-level operations on the cache repository: reading trees, building commits with
+// git_treebuilder (no index, no work tree) and importing objects from another local repository.
+
+#include <git2.h>
+
+#include <algorithm>
+#include <map>
+
+#include "bridge/git_util.h"
+#include "bridge/gitbus.h"
+
+namespace kakeya::bridge {
+namespace {
+
+Result<std::vector<std::string>> split_path(const std::string& path) {
+  std::vector<std::string> parts;
+  if (path.empty()) return make_error("bad_path", "path is empty");
+  if (path.find('\0') != std::string::npos) return make_error("bad_path", "path contains a NUL byte");
+  size_t start = 0;
+  while (true) {
+    size_t slash = path.find('/', start);
+    std::string part = path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    if (part.empty() || part == "." || part == ".." || part == ".git") {
+      return make_error("bad_path", "path '" + path + "' has an empty, '.', '..' or '.git' component");
+    }
+    parts.push_back(std::move(part));
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  return parts;
+}
+
+Result<git::Commit> lookup_commit(git_repository* repo, const std::string& hex, const std::string& field) {
+  KAKEYA_ASSIGN_OR_RETURN(git_oid id, git::parse_oid(hex, field));
+  git_commit* c = nullptr;
+  if (git_commit_lookup(&c, repo, &id) != 0) {
+    return git::last_error("not_fetched", field + " " + hex + " is not a commit in the cache repository");
+  }
+  return git::Commit(c);
+}
+
+Result<git::Tree> commit_tree(git_repository* repo, const std::string& hex, const std::string& field) {
+  KAKEYA_ASSIGN_OR_RETURN(git::Commit commit, lookup_commit(repo, hex, field));
+  git_tree* t = nullptr;
+  if (git_commit_tree(&t, commit.get()) != 0) return git::last_error("repository", "tree of " + field + " " + hex);
+  return git::Tree(t);
+}
+
+// Changes below one tree level, grouped by first path component.
+struct Level {
+  std::map<std::string, const FileChange*> files;          // leaf edits at this level (last wins)
+  std::map<std::string, std::vector<std::pair<std::vector<std::string>, const FileChange*>>> dirs;
+};
+
+// Applies `edits` (remaining path components + change) to `base` (may be null); writes the new
+// tree and returns its oid, or nullopt when the resulting tree is empty.
+Result<std::optional<git_oid>> apply_level(git_repository* repo, const git_tree* base,
+                                           const std::vector<std::pair<std::vector<std::string>, const FileChange*>>& edits,
+                                           const std::string& prefix) {
+  Level level;
+  for (const auto& [parts, change] : edits) {
+    if (parts.size() == 1) {
+      level.files[parts[0]] = change;
+    } else {
+      level.dirs[parts[0]].emplace_back(std::vector<std::string>(parts.begin() + 1, parts.end()), change);
+    }
+  }
+  git_treebuilder* tb_raw = nullptr;
+  if (git_treebuilder_new(&tb_raw, repo, base) != 0) return git::last_error("repository", "treebuilder");
+  git::TreeBuilder tb(tb_raw);
+
+  for (const auto& [name, change] : level.files) {
+    if (level.dirs.count(name) != 0) {
+      return make_error("path_conflict", "'" + prefix + name + "' is used both as a file and as a directory");
+    }
+    if (!change->content) {
+      if (git_treebuilder_get(tb.get(), name.c_str()) != nullptr &&
+          git_treebuilder_remove(tb.get(), name.c_str()) != 0) {
+        return git::last_error("repository", "remove '" + prefix + name + "'");
+      }
+      continue;
+    }
+    git_oid blob;
+    if (git_blob_create_from_buffer(&blob, repo, change->content->data(), change->content->size()) != 0) {
+      return git::last_error("repository", "write blob '" + prefix + name + "'");
+    }
+    if (git_treebuilder_insert(nullptr, tb.get(), name.c_str(), &blob, GIT_FILEMODE_BLOB) != 0) {
+      return git::last_error("repository", "insert '" + prefix + name + "'");
+    }
+  }
+  for (const auto& [name, sub_edits] : level.dirs) {
+    git::Tree sub_base;
+    const git_tree_entry* e = git_treebuilder_get(tb.get(), name.c_str());
+    if (e != nullptr && git_tree_entry_type(e) == GIT_OBJECT_TREE) {
+      git_tree* t = nullptr;
+      if (git_tree_lookup(&t, repo, git_tree_entry_id(e)) != 0) {
+        return git::last_error("not_fetched", "subtree '" + prefix + name + "'");
+      }
+      sub_base.reset(t);
+    }
+    KAKEYA_ASSIGN_OR_RETURN(std::optional<git_oid> sub, apply_level(repo, sub_base.get(), sub_edits, prefix + name + "/"));
+    if (sub) {
+      if (git_treebuilder_insert(nullptr, tb.get(), name.c_str(), &*sub, GIT_FILEMODE_TREE) != 0) {
+        return git::last_error("repository", "insert tree '" + prefix + name + "'");
+      }
+    } else if (e != nullptr && git_treebuilder_remove(tb.get(), name.c_str()) != 0) {
+      return git::last_error("repository", "remove empty tree '" + prefix + name + "'");
+    }
+  }
+  if (git_treebuilder_entrycount(tb.get()) == 0 && !prefix.empty()) return std::optional<git_oid>();
+  git_oid out;
+  if (git_treebuilder_write(&out, tb.get()) != 0) return git::last_error("repository", "write tree '" + prefix + "'");
+  return std::optional<git_oid>(out);
+}
+
+struct WalkState {
+  std::string dir_prefix;  // "" or "dir/"
+  std::vector<std::string>* out;
+};
+
+int collect_blob(const char* root, const git_tree_entry* entry, void* payload) {
+  auto* st = static_cast<WalkState*>(payload);
+  if (git_tree_entry_type(entry) == GIT_OBJECT_BLOB) {
+    st->out->push_back(st->dir_prefix + root + git_tree_entry_name(entry));
+  }
+  return 0;
+}
+
+// Copies one object from `src` to `dst` unless present.
+Status copy_object(git_odb* src, git_odb* dst, const git_oid& id) {
+  if (git_odb_exists(dst, &id) != 0) return ok_status();
+  git_odb_object* raw = nullptr;
+  if (git_odb_read(&raw, src, &id) != 0) return git::last_error("import_failed", "read object " + git::to_hex(id));
+  git::OdbObject obj(raw);
+  git_oid written;
+  if (git_odb_write(&written, dst, git_odb_object_data(obj.get()), git_odb_object_size(obj.get()),
+                    git_odb_object_type(obj.get())) != 0) {
+    return git::last_error("repository", "write object " + git::to_hex(id));
+  }
+  return ok_status();
+}
+
+// Copies tree `id` and everything below it (blobs first, the tree itself last); skips present trees.
+Status copy_tree(git_repository* src_repo, git_odb* src, git_odb* dst, const git_oid& id) {
+  if (git_odb_exists(dst, &id) != 0) return ok_status();
+  git_tree* raw = nullptr;
+  if (git_tree_lookup(&raw, src_repo, &id) != 0) return git::last_error("import_failed", "tree " + git::to_hex(id));
+  git::Tree tree(raw);
+  for (size_t i = 0; i < git_tree_entrycount(tree.get()); ++i) {
+    const git_tree_entry* e = git_tree_entry_byindex(tree.get(), i);
+    switch (git_tree_entry_type(e)) {
+      case GIT_OBJECT_TREE:
+        KAKEYA_TRY(copy_tree(src_repo, src, dst, *git_tree_entry_id(e)));
+        break;
+      case GIT_OBJECT_BLOB:
+        KAKEYA_TRY(copy_object(src, dst, *git_tree_entry_id(e)));
+        break;
+      default:  // gitlink (submodule commit): lives in another repository
+        break;
+    }
+  }
+  return copy_object(src, dst, id);
+}
+
+}  // namespace
+
+Result<std::optional<std::string>> GitBus::read_file(const std::string& commit_oid, const std::string& path) {
+  KAKEYA_ASSIGN_OR_RETURN(std::vector<std::string> parts, split_path(path));
+  (void)parts;
+  KAKEYA_ASSIGN_OR_RETURN(git::Tree tree, commit_tree(repo_.get(), commit_oid, "commit_oid"));
+  git_tree_entry* raw = nullptr;
+  int rc = git_tree_entry_bypath(&raw, tree.get(), path.c_str());
+  if (rc == GIT_ENOTFOUND) return std::optional<std::string>();
+  if (rc != 0) return git::last_error("repository", "look up '" + path + "' in " + commit_oid);
+  git::TreeEntry entry(raw);
+  if (git_tree_entry_type(entry.get()) != GIT_OBJECT_BLOB) {
+    return make_error("bad_path", "'" + path + "' in commit " + commit_oid + " is not a file");
+  }
+  git_blob* blob = nullptr;
+  if (git_blob_lookup(&blob, repo_.get(), git_tree_entry_id(entry.get())) != 0) {
+    return git::last_error("not_fetched", "blob '" + path + "' of " + commit_oid);
+  }
+  std::string content(static_cast<const char*>(git_blob_rawcontent(blob)), static_cast<size_t>(git_blob_rawsize(blob)));
+  git_blob_free(blob);
+  return std::optional<std::string>(std::move(content));
+}
+
+Result<std::vector<std::string>> GitBus::list_dir(const std::string& commit_oid, const std::string& dir) {
+  KAKEYA_ASSIGN_OR_RETURN(git::Tree root, commit_tree(repo_.get(), commit_oid, "commit_oid"));
+  std::vector<std::string> out;
+  std::string clean = dir;
+  while (!clean.empty() && clean.back() == '/') clean.pop_back();
+  git::Tree sub;
+  const git_tree* walk_root = root.get();
+  WalkState st{"", &out};
+  if (!clean.empty() && clean != ".") {
+    KAKEYA_ASSIGN_OR_RETURN(std::vector<std::string> parts, split_path(clean));
+    (void)parts;
+    git_tree_entry* raw = nullptr;
+    int rc = git_tree_entry_bypath(&raw, root.get(), clean.c_str());
+    if (rc == GIT_ENOTFOUND) return out;
+    if (rc != 0) return git::last_error("repository", "look up '" + clean + "' in " + commit_oid);
+    git::TreeEntry entry(raw);
+    if (git_tree_entry_type(entry.get()) != GIT_OBJECT_TREE) {
+      return make_error("bad_path", "'" + clean + "' in commit " + commit_oid + " is not a directory");
+    }
+    git_tree* t = nullptr;
+    if (git_tree_lookup(&t, repo_.get(), git_tree_entry_id(entry.get())) != 0) {
+      return git::last_error("not_fetched", "tree '" + clean + "' of " + commit_oid);
+    }
+    sub.reset(t);
+    walk_root = sub.get();
+    st.dir_prefix = clean + "/";
+  }
+  if (git_tree_walk(walk_root, GIT_TREEWALK_PRE, collect_blob, &st) != 0) {
+    return git::last_error("repository", "walk '" + clean + "' of " + commit_oid);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Result<std::string> GitBus::make_commit(std::optional<std::string> parent, std::optional<std::string> base_tree_from,
+                                        const std::vector<FileChange>& changes, const std::string& message,
+                                        const CommitAuthor& author) {
+  std::vector<std::pair<std::vector<std::string>, const FileChange*>> edits;
+  for (const auto& c : changes) {
+    KAKEYA_ASSIGN_OR_RETURN(std::vector<std::string> parts, split_path(c.path));
+    edits.emplace_back(std::move(parts), &c);
+  }
+  git::Tree base;
+  if (base_tree_from) {
+    KAKEYA_ASSIGN_OR_RETURN(base, commit_tree(repo_.get(), *base_tree_from, "base_tree_from"));
+  }
+  git::Commit parent_commit;
+  if (parent) {
+    KAKEYA_ASSIGN_OR_RETURN(parent_commit, lookup_commit(repo_.get(), *parent, "parent"));
+  }
+  KAKEYA_ASSIGN_OR_RETURN(std::optional<git_oid> tree_id, apply_level(repo_.get(), base.get(), edits, ""));
+  git_tree* tree_raw = nullptr;
+  if (git_tree_lookup(&tree_raw, repo_.get(), &*tree_id) != 0) return git::last_error("repository", "new tree");
+  git::Tree tree(tree_raw);
+
+  git_signature* sig_raw = nullptr;
+  if (git_signature_now(&sig_raw, author.name.c_str(), author.email.c_str()) != 0) {
+    return git::last_error("bad_author", "author '" + author.name + " <" + author.email + ">'");
+  }
+  git::Signature sig(sig_raw);
+  const git_commit* parents[1] = {parent_commit.get()};
+  git_oid id;
+  if (git_commit_create(&id, repo_.get(), nullptr, sig.get(), sig.get(), nullptr, message.c_str(), tree.get(),
+                        parent_commit ? 1 : 0, parents) != 0) {
+    return git::last_error("repository", "create commit");
+  }
+  return git::to_hex(id);
+}
+
+Result<Ok> GitBus::import_objects(const std::filesystem::path& repo_path, const std::string& oid) {
+  KAKEYA_ASSIGN_OR_RETURN(git_oid id, git::parse_oid(oid, "oid"));
+  git_repository* src_raw = nullptr;
+  if (git_repository_open_ext(&src_raw, repo_path.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr) != 0) {
+    return git::last_error("import_failed", "open repository '" + repo_path.string() + "'");
+  }
+  git::Repository src(src_raw);
+  git_object* obj_raw = nullptr;
+  if (git_object_lookup(&obj_raw, src.get(), &id, GIT_OBJECT_ANY) != 0) {
+    return git::last_error("import_failed", "object " + oid + " in '" + repo_path.string() + "'");
+  }
+  git::Object obj(obj_raw);
+  git_object* peeled_raw = nullptr;
+  if (git_object_peel(&peeled_raw, obj.get(), GIT_OBJECT_COMMIT) != 0) {
+    return git::last_error("import_failed", "object " + oid + " in '" + repo_path.string() + "' is not a commit");
+  }
+  git::Object peeled(peeled_raw);
+  git_oid commit_id = *git_object_id(peeled.get());
+
+  git_odb *src_odb_raw = nullptr, *dst_odb_raw = nullptr;
+  if (git_repository_odb(&src_odb_raw, src.get()) != 0) return git::last_error("import_failed", "source odb");
+  git::Odb src_odb(src_odb_raw);
+  if (git_repository_odb(&dst_odb_raw, repo_.get()) != 0) return git::last_error("repository", "cache odb");
+  git::Odb dst_odb(dst_odb_raw);
+  if (git_odb_exists(dst_odb.get(), &commit_id) != 0) return Ok{};
+
+  git_revwalk* walk_raw = nullptr;
+  if (git_revwalk_new(&walk_raw, src.get()) != 0) return git::last_error("import_failed", "revwalk");
+  git::Revwalk walk(walk_raw);
+  git_revwalk_sorting(walk.get(), GIT_SORT_TOPOLOGICAL | GIT_SORT_REVERSE);  // parents first
+  if (git_revwalk_push(walk.get(), &commit_id) != 0) return git::last_error("import_failed", "revwalk push " + oid);
+  git_oid c;
+  int rc;
+  while ((rc = git_revwalk_next(&c, walk.get())) == 0) {
+    if (git_odb_exists(dst_odb.get(), &c) != 0) continue;
+    git_commit* commit = nullptr;
+    if (git_commit_lookup(&commit, src.get(), &c) != 0) return git::last_error("import_failed", "commit " + git::to_hex(c));
+    git::Commit owned(commit);
+    KAKEYA_TRY(copy_tree(src.get(), src_odb.get(), dst_odb.get(), *git_commit_tree_id(owned.get())));
+    KAKEYA_TRY(copy_object(src_odb.get(), dst_odb.get(), c));
+  }
+  if (rc != GIT_ITEROVER) return git::last_error("import_failed", "revwalk from " + oid);
+  return Ok{};
+}
+
+}  // namespace kakeya::bridge
