@@ -1,0 +1,74 @@
+// kakeya-test-job: the command behind the integration tests' presets. It records each execution
+// in a ledger (for exactly-once checks), prints log lines, sleeps, optionally writes a declared
+// output, optionally leaves a grandchild that ignores SIGTERM (process-group timeout checks),
+// and exits with a chosen code. Configured by flags; the ledger path comes from the
+// KAKEYA_TEST_LEDGER environment variable (allow-listed by the test catalog).
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <thread>
+
+namespace {
+
+void append_line(const char* path, const std::string& line) {
+  const int fd = ::open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd < 0) return;
+  const std::string l = line + "\n";
+  (void)!::write(fd, l.data(), l.size());  // one write: atomic for O_APPEND
+  ::close(fd);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int sleep_ms = 0, exit_code = 0, lines = 1;
+  std::string out_file, grandchild_pid_file, report_kind, print_env;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--sleep-ms") sleep_ms = std::atoi(next().c_str());
+    else if (a == "--exit") exit_code = std::atoi(next().c_str());
+    else if (a == "--lines") lines = std::atoi(next().c_str());
+    else if (a == "--out-file") out_file = next();
+    else if (a == "--grandchild-pid-file") grandchild_pid_file = next();
+    else if (a == "--print-env") print_env = next();
+    else if (a == "--echo") std::cout << "echo: [" << next() << "]" << std::endl;
+    else {
+      std::cerr << "kakeya-test-job: unknown argument [" << a << "]" << std::endl;
+      return 64;
+    }
+  }
+  const char* nonce = std::getenv("KAKEYA_NONCE");
+  const char* runner = std::getenv("KAKEYA_RUNNER_ID");
+  if (const char* ledger = std::getenv("KAKEYA_TEST_LEDGER")) {
+    append_line(ledger, std::string(nonce ? nonce : "?") + " " + (runner ? runner : "?") + " " +
+                            std::to_string(::getpid()));
+  }
+  if (!print_env.empty()) {
+    const char* v = std::getenv(print_env.c_str());
+    std::cout << "env " << print_env << "=" << (v ? v : "<unset>") << std::endl;
+  }
+  if (!grandchild_pid_file.empty()) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::signal(SIGTERM, SIG_IGN);
+      for (;;) ::pause();
+    }
+    std::ofstream(grandchild_pid_file) << pid << "\n";
+  }
+  for (int i = 0; i < lines; ++i) std::cout << "line " << i << " of job " << (nonce ? nonce : "?") << std::endl;
+  if (!out_file.empty()) {
+    std::ofstream(out_file) << R"({"kind":"test-job","nonce":")" << (nonce ? nonce : "") << "\"}\n";
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
+  std::cout << "done" << std::endl;
+  return exit_code;
+}
