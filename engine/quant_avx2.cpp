@@ -1,0 +1,315 @@
+// AVX2 + FMA + F16C kernels (this file is compiled with -mavx2 -mfma -mf16c; it is only entered
+// through detail::avx2_kernels() after cpu_features().can_run_avx2()).
+//
+// Agreement with the portable kernels:
+//   Q4_K, Q6_K: bit-identical (exact integer super-block sums, the same scalar f32 combination).
+//   Q8_0, Q4_0, F32, F16, BF16: same products, f32 accumulated in 8 lanes (as ggml's AVX2 path),
+//   so results differ from the portable order only by float rounding.
+//   Activation conversion and dequantization: bit-identical.
+
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "engine/quant.h"
+
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+
+namespace kakeya::engine {
+
+namespace {
+
+inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
+
+inline float hsum_ps(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline int32_t hsum_epi32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+  return _mm_cvtsi128_si32(s);
+}
+
+// 32 signed int8 pairs -> 8 int32 lane sums (exact; |x| <= 128, |y| <= 127).
+inline __m256i dot_i8_i32(__m256i x, __m256i y) {
+  const __m256i ax = _mm256_sign_epi8(x, x);
+  const __m256i sy = _mm256_sign_epi8(y, x);
+  const __m256i p16 = _mm256_maddubs_epi16(ax, sy);
+  return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+}
+
+// ---- f32 / f16 / bf16 ----
+
+inline __m256 load_bf16(const uint16_t* p) {
+  const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+inline __m256 load_f16(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+inline __m256 load_f32(const float* p) { return _mm256_loadu_ps(p); }
+
+template <typename T, __m256 (*Load)(const T*), float (*Scalar)(T)>
+float dot_dense(const T* w, const T* a, int64_t n) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(),
+         acc3 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    acc0 = _mm256_fmadd_ps(Load(w + i), Load(a + i), acc0);
+    acc1 = _mm256_fmadd_ps(Load(w + i + 8), Load(a + i + 8), acc1);
+    acc2 = _mm256_fmadd_ps(Load(w + i + 16), Load(a + i + 16), acc2);
+    acc3 = _mm256_fmadd_ps(Load(w + i + 24), Load(a + i + 24), acc3);
+  }
+  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(Load(w + i), Load(a + i), acc0);
+  float s = hsum_ps(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
+  for (; i < n; ++i) s += Scalar(w[i]) * Scalar(a[i]);
+  return s;
+}
+
+inline float id_f32(float x) { return x; }
+inline float bf16_scalar(uint16_t h) { return bf16_to_fp32(h); }
+
+// ---- Q8_0 / Q4_0 against Q8_0 activations ----
+
+float dot_q8_0(const BlockQ8_0* x, const BlockQ8_0* y, int64_t nb) {
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs));
+    const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
+    const __m256 d = _mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d));
+    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_i32(qx, qy)), acc);
+  }
+  return hsum_ps(acc);
+}
+
+float dot_q4_0(const BlockQ4_0* x, const BlockQ8_0* y, int64_t nb) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i eight = _mm256_set1_epi8(8);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].qs));
+    // low lane: low nibbles (elements 0..15); high lane: high nibbles (16..31).
+    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
+    const __m256i qx = _mm256_sub_epi8(_mm256_and_si256(both, low4), eight);
+    const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
+    const __m256 d = _mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d));
+    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_i32(qx, qy)), acc);
+  }
+  return hsum_ps(acc);
+}
+
+// ---- K-quants against Q8_K activations (bit-identical to the portable kernels) ----
+
+float dot_q4_k(const BlockQ4_K* x, const BlockQ8_K* y, int64_t nb) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  float s = 0;
+  for (int64_t i = 0; i < nb; ++i) {
+    uint8_t sc[8], mn[8];
+    for (int j = 0; j < 8; ++j) q4k_scale_min(j, x[i].scales, &sc[j], &mn[j]);
+    int32_t sum_m = 0;
+    for (int j = 0; j < 8; ++j) sum_m += mn[j] * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
+    __m256i sumi = _mm256_setzero_si256();
+    const uint8_t* q4 = x[i].qs;
+    const int8_t* q8 = y[i].qs;
+    for (int j = 0; j < 4; ++j) {
+      const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q4 + 32 * j));
+      const __m256i lo = _mm256_and_si256(bits, low4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), low4);
+      const __m256i q8l = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q8 + 64 * j));
+      const __m256i q8h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q8 + 64 * j + 32));
+      const __m256i pl = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, q8l), _mm256_set1_epi16(sc[2 * j]));
+      const __m256i ph = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, q8h), _mm256_set1_epi16(sc[2 * j + 1]));
+      sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(pl, ph));
+    }
+    const int32_t sum_q = hsum_epi32(sumi);
+    const float d = h2f(x[i].d) * y[i].d;
+    const float dmin = h2f(x[i].dmin) * y[i].d;
+    s += d * static_cast<float>(sum_q) - dmin * static_cast<float>(sum_m);
+  }
+  return s;
+}
+
+inline __m256i scale_pair(const int8_t* sc) {
+  return _mm256_set_m128i(_mm_set1_epi16(sc[1]), _mm_set1_epi16(sc[0]));
+}
+
+float dot_q6_k(const BlockQ6_K* x, const BlockQ8_K* y, int64_t nb) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i low2 = _mm256_set1_epi8(0x03);
+  const __m256i m32 = _mm256_set1_epi8(32);
+  float s = 0;
+  for (int64_t i = 0; i < nb; ++i) {
+    __m256i sumi = _mm256_setzero_si256();
+    for (int half = 0; half < 2; ++half) {
+      const uint8_t* ql = x[i].ql + 64 * half;
+      const uint8_t* qh = x[i].qh + 32 * half;
+      const int8_t* q8 = y[i].qs + 128 * half;
+      const int8_t* sc = x[i].scales + 8 * half;
+      const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
+      const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
+      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh));
+      __m256i q[4];
+      q[0] = _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_slli_epi16(_mm256_and_si256(h, low2), 4));
+      q[1] = _mm256_or_si256(_mm256_and_si256(l1, low4),
+                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), low2), 4));
+      q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4),
+                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), low2), 4));
+      q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
+                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), low2), 4));
+      for (int g = 0; g < 4; ++g) {
+        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q8 + 32 * g));
+        // (q - 32) · a as int16 pair sums: maddubs(q, a) - maddubs(32, a).
+        const __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(q[g], a), _mm256_maddubs_epi16(m32, a));
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p16, scale_pair(sc + 2 * g)));
+      }
+    }
+    s += (h2f(x[i].d) * y[i].d) * static_cast<float>(hsum_epi32(sumi));
+  }
+  return s;
+}
+
+// ---- activations ----
+
+void quantize_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  for (int64_t i = 0; i < n / 32; ++i, x += 32) {
+    __m256 v[4];
+    __m256 amax = _mm256_setzero_ps();
+    for (int k = 0; k < 4; ++k) {
+      v[k] = _mm256_loadu_ps(x + 8 * k);
+      amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[k]));
+    }
+    __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(amax, 1), _mm256_castps256_ps128(amax));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    const float max_abs = _mm_cvtss_f32(m4);
+    y[i].d = fp32_to_fp16(max_abs / 127.f);
+    const __m256 mul = _mm256_set1_ps(max_abs != 0.0f ? 127.f / max_abs : 0.0f);
+    __m256i q[4];
+    for (int k = 0; k < 4; ++k)
+      q[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    // Pack 4×8 int32 -> 32 int8 in element order (packs interleave 128-bit lanes; fix with a permute).
+    const __m256i p01 = _mm256_packs_epi32(q[0], q[1]);
+    const __m256i p23 = _mm256_packs_epi32(q[2], q[3]);
+    const __m256i p = _mm256_packs_epi16(p01, p23);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[i].qs), _mm256_permutevar8x32_epi32(p, order));
+  }
+}
+
+void avx2_quantize_activations(GgmlType weight_type, const float* x, int64_t n, ActivationBuffer& out) {
+  switch (weight_type) {
+    case GgmlType::F16: {
+      out.vec_dot_type = GgmlType::F16;
+      out.n = n;
+      out.bytes.resize(detail::activation_bytes(weight_type, n));
+      auto* d = reinterpret_cast<uint16_t*>(out.bytes.data());
+      int64_t i = 0;
+      for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+      for (; i < n; ++i) d[i] = fp32_to_fp16(x[i]);
+      return;
+    }
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_0:
+      out.vec_dot_type = GgmlType::Q8_0;
+      out.n = n;
+      out.bytes.resize(detail::activation_bytes(weight_type, n));
+      quantize_q8_0(x, reinterpret_cast<BlockQ8_0*>(out.bytes.data()), n);
+      return;
+    default:
+      detail::portable_kernels().quantize_activations(weight_type, x, n, out);
+      return;
+  }
+}
+
+// ---- dispatch ----
+
+template <GgmlType T>
+inline float row_dot(const void* row, const void* a, int64_t n) {
+  if constexpr (T == GgmlType::F32) {
+    return dot_dense<float, load_f32, id_f32>(static_cast<const float*>(row), static_cast<const float*>(a), n);
+  } else if constexpr (T == GgmlType::F16) {
+    return dot_dense<uint16_t, load_f16, fp16_to_fp32>(static_cast<const uint16_t*>(row),
+                                                       static_cast<const uint16_t*>(a), n);
+  } else if constexpr (T == GgmlType::BF16) {
+    return dot_dense<uint16_t, load_bf16, bf16_scalar>(static_cast<const uint16_t*>(row),
+                                                       static_cast<const uint16_t*>(a), n);
+  } else if constexpr (T == GgmlType::Q8_0) {
+    return dot_q8_0(static_cast<const BlockQ8_0*>(row), static_cast<const BlockQ8_0*>(a), n / 32);
+  } else if constexpr (T == GgmlType::Q4_0) {
+    return dot_q4_0(static_cast<const BlockQ4_0*>(row), static_cast<const BlockQ8_0*>(a), n / 32);
+  } else if constexpr (T == GgmlType::Q4_K) {
+    return dot_q4_k(static_cast<const BlockQ4_K*>(row), static_cast<const BlockQ8_K*>(a), n / 256);
+  } else {
+    return dot_q6_k(static_cast<const BlockQ6_K*>(row), static_cast<const BlockQ8_K*>(a), n / 256);
+  }
+}
+
+template <GgmlType T>
+void rows_dot(const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act, float* y) {
+  const size_t stride = ggml_row_bytes(T, n);
+  const auto* base = static_cast<const uint8_t*>(w);
+  const void* a = act.bytes.data();
+  for (int64_t r = r0; r < r1; ++r) y[r - r0] = row_dot<T>(base + static_cast<size_t>(r) * stride, a, n);
+}
+
+float avx2_vec_dot(GgmlType type, const void* row, const ActivationBuffer& act) {
+  const void* a = act.bytes.data();
+  switch (type) {
+    case GgmlType::F32: return row_dot<GgmlType::F32>(row, a, act.n);
+    case GgmlType::F16: return row_dot<GgmlType::F16>(row, a, act.n);
+    case GgmlType::BF16: return row_dot<GgmlType::BF16>(row, a, act.n);
+    case GgmlType::Q8_0: return row_dot<GgmlType::Q8_0>(row, a, act.n);
+    case GgmlType::Q4_0: return row_dot<GgmlType::Q4_0>(row, a, act.n);
+    case GgmlType::Q4_K: return row_dot<GgmlType::Q4_K>(row, a, act.n);
+    case GgmlType::Q6_K: return row_dot<GgmlType::Q6_K>(row, a, act.n);
+    case GgmlType::Q8_K: break;
+  }
+  return 0.0f;
+}
+
+void avx2_matvec(GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act,
+                 float* y) {
+  switch (type) {
+    case GgmlType::F32: return rows_dot<GgmlType::F32>(w, n, r0, r1, act, y);
+    case GgmlType::F16: return rows_dot<GgmlType::F16>(w, n, r0, r1, act, y);
+    case GgmlType::BF16: return rows_dot<GgmlType::BF16>(w, n, r0, r1, act, y);
+    case GgmlType::Q8_0: return rows_dot<GgmlType::Q8_0>(w, n, r0, r1, act, y);
+    case GgmlType::Q4_0: return rows_dot<GgmlType::Q4_0>(w, n, r0, r1, act, y);
+    case GgmlType::Q4_K: return rows_dot<GgmlType::Q4_K>(w, n, r0, r1, act, y);
+    case GgmlType::Q6_K: return rows_dot<GgmlType::Q6_K>(w, n, r0, r1, act, y);
+    case GgmlType::Q8_K: break;
+  }
+}
+
+void avx2_dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
+  if (type == GgmlType::F16) {
+    const auto* s = static_cast<const uint16_t*>(src);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load_f16(s + i));
+    for (; i < n; ++i) dst[i] = fp16_to_fp32(s[i]);
+    return;
+  }
+  detail::portable_kernels().dequantize_row(type, src, dst, n);
+}
+
+}  // namespace
+
+namespace detail {
+
+const QuantKernels& avx2_kernels() {
+  static const QuantKernels k{avx2_dequantize_row, avx2_quantize_activations, avx2_vec_dot, avx2_matvec};
+  return k;
+}
+
+}  // namespace detail
+
+}  // namespace kakeya::engine
