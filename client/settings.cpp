@@ -1,0 +1,143 @@
+#include "client/settings.h"
+
+#include <unistd.h>
+
+#include <array>
+#include <cstdlib>
+#include <system_error>
+
+#include <openssl/evp.h>
+
+namespace kakeya::client {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::optional<std::string> env(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return std::string(v);
+}
+
+}  // namespace
+
+Result<std::string> resolve_remote(const GlobalOptions& opts) {
+  if (!opts.remote.empty()) return opts.remote;
+  if (auto v = env("KAKEYA_REMOTE")) return *v;
+  return make_error("no_remote", "no remote given: pass --remote URL or set KAKEYA_REMOTE");
+}
+
+Status validate_namespace(const std::string& ns) {
+  auto bad = [&](const std::string& why) {
+    return make_error("bad_namespace", "namespace '" + ns + "': " + why);
+  };
+  if (ns.empty()) return bad("empty");
+  if (ns.front() == '/' || ns.back() == '/') return bad("leading or trailing '/'");
+  for (char c : ns) {
+    bool okc = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '.' || c == '_' || c == '/' || c == '-';
+    if (!okc) return bad(std::string("character '") + c + "' not allowed");
+  }
+  std::size_t start = 0;
+  while (start <= ns.size()) {
+    std::size_t slash = ns.find('/', start);
+    std::string part = ns.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    if (part.empty() || part == "." || part == ".." || part.ends_with(".lock") ||
+        part.starts_with(".")) {
+      return bad("component '" + part + "' not allowed");
+    }
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  if (ns.find("..") != std::string::npos) return bad("'..' not allowed");
+  return ok_status();
+}
+
+std::string sha256_hex(std::string_view data) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), md.data(), &len, EVP_sha256(), nullptr);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < len; ++i) {
+    out += kHex[md[i] >> 4];
+    out += kHex[md[i] & 0xf];
+  }
+  return out;
+}
+
+Result<fs::path> resolve_cache_dir(const GlobalOptions& opts, const std::string& remote) {
+  if (opts.cache_dir) return *opts.cache_dir;
+  fs::path base;
+  if (auto xdg = env("XDG_CACHE_HOME")) {
+    base = *xdg;
+  } else if (auto home = env("HOME")) {
+    base = fs::path(*home) / ".cache";
+  } else {
+    return make_error("no_cache_dir", "neither XDG_CACHE_HOME nor HOME is set: pass --cache-dir");
+  }
+  return base / "kakeya" / sha256_hex(remote).substr(0, 16);
+}
+
+std::vector<fs::path> default_catalog_candidates(const fs::path& exe_dir) {
+  return {(exe_dir / ".." / "share" / "kakeya" / "presets.yaml").lexically_normal(),
+          (exe_dir / ".." / "manifests" / "presets.yaml").lexically_normal()};
+}
+
+Result<fs::path> resolve_catalog_path(const GlobalOptions& opts) {
+  if (opts.catalog) return *opts.catalog;
+  if (auto v = env("KAKEYA_CATALOG")) return fs::path(*v);
+  std::string tried;
+  for (const auto& c : default_catalog_candidates(opts.exe_dir)) {
+    std::error_code ec;
+    if (fs::is_regular_file(c, ec)) return c;
+    tried += (tried.empty() ? "" : ", ") + c.string();
+  }
+  return make_error("no_catalog",
+                    "no preset catalog found (tried " + tried + "): pass --catalog or set KAKEYA_CATALOG");
+}
+
+fs::path executable_dir(const char* argv0) {
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec && !self.empty()) return self.parent_path();
+  if (argv0 != nullptr && std::string_view(argv0).find('/') != std::string_view::npos) {
+    fs::path p = fs::absolute(argv0, ec);
+    if (!ec) return p.parent_path();
+  }
+  return ".";
+}
+
+std::string describe_credentials_source(const GlobalOptions& opts) {
+  std::string out;
+  if (env("KAKEYA_GIT_TOKEN")) {
+    out = "environment (KAKEYA_GIT_TOKEN)";
+  } else if (auto f = env("KAKEYA_GIT_TOKEN_FILE")) {
+    out = "environment (KAKEYA_GIT_TOKEN_FILE=" + *f + ")";
+  } else if (opts.credentials_file) {
+    out = "file " + opts.credentials_file->string();
+  } else {
+    out = "anonymous";
+  }
+  if (auto k = env("KAKEYA_GIT_SSH_KEY")) out += ", ssh key " + *k;
+  return out;
+}
+
+std::string default_requested_by() {
+  if (auto v = env("KAKEYA_REQUESTED_BY")) return *v;
+  std::string user;
+  if (auto u = env("USER")) {
+    user = *u;
+  } else if (auto l = env("LOGNAME")) {
+    user = *l;
+  } else if (const char* g = getlogin(); g != nullptr) {
+    user = g;
+  } else {
+    user = "unknown";
+  }
+  std::array<char, 256> host{};
+  if (gethostname(host.data(), host.size() - 1) != 0 || host[0] == '\0') return user;
+  return user + "@" + host.data();
+}
+
+}  // namespace kakeya::client

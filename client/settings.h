@@ -1,0 +1,64 @@
+#pragma once
+// Global options of the `kakeya` CLI and how their defaults are resolved.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bridge/result.h"
+
+namespace kakeya::client {
+
+inline constexpr std::string_view kDefaultNamespace = "kakeya/req";
+
+// Exit codes shared by every subcommand (wait/run add 2 and 3, see wait_outcome.h).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 64;  // EX_USAGE (sysexits.h)
+
+struct GlobalOptions {
+  std::string remote;                              // --remote, else $KAKEYA_REMOTE
+  std::string ns = std::string(kDefaultNamespace);  // --namespace
+  std::optional<std::filesystem::path> credentials_file;  // --credentials-file
+  std::optional<std::filesystem::path> cache_dir;         // --cache-dir
+  std::optional<std::filesystem::path> catalog;           // --catalog, else $KAKEYA_CATALOG
+  bool json = false;                                      // --json
+  std::filesystem::path exe_dir;  // directory of the running executable (catalog default)
+};
+
+// --remote, else $KAKEYA_REMOTE. Error `no_remote` (a usage error) when neither is set.
+Result<std::string> resolve_remote(const GlobalOptions& opts);
+
+// Checks the namespace: non-empty, no leading/trailing '/', no empty, "." or ".." component,
+// only [A-Za-z0-9._/-]. Error `bad_namespace`.
+Status validate_namespace(const std::string& ns);
+
+// --cache-dir, else ($XDG_CACHE_HOME or $HOME/.cache)/kakeya/<first 16 hex chars of
+// sha256(remote)>. Error `no_cache_dir` when neither XDG_CACHE_HOME nor HOME is set.
+Result<std::filesystem::path> resolve_cache_dir(const GlobalOptions& opts, const std::string& remote);
+
+// Lower-case hex SHA-256 of `data` (OpenSSL EVP).
+std::string sha256_hex(std::string_view data);
+
+// The catalog locations tried, in order, when neither --catalog nor $KAKEYA_CATALOG is set:
+// <exe_dir>/../share/kakeya/presets.yaml, <exe_dir>/../manifests/presets.yaml.
+std::vector<std::filesystem::path> default_catalog_candidates(const std::filesystem::path& exe_dir);
+
+// --catalog, else $KAKEYA_CATALOG, else the first existing default candidate.
+// Error `no_catalog` listing the paths tried.
+Result<std::filesystem::path> resolve_catalog_path(const GlobalOptions& opts);
+
+// Directory of the running executable: /proc/self/exe where available, else argv0 made
+// absolute; "." when neither works.
+std::filesystem::path executable_dir(const char* argv0);
+
+// Human description of where credentials come from (never a secret): "environment
+// (KAKEYA_GIT_TOKEN)", "environment (KAKEYA_GIT_TOKEN_FILE=<path>)", "file <path>", or
+// "anonymous"; plus ", ssh key <path>" when KAKEYA_GIT_SSH_KEY is set.
+std::string describe_credentials_source(const GlobalOptions& opts);
+
+// $KAKEYA_REQUESTED_BY, else "<user>@<host>" ($USER or $LOGNAME or getlogin(), gethostname()).
+std::string default_requested_by();
+
+}  // namespace kakeya::client

@@ -1,0 +1,55 @@
+#include "client/target.h"
+
+#include <algorithm>
+
+namespace kakeya::client {
+namespace {
+
+constexpr std::string_view kHeads = "refs/heads/";
+
+bool is_nonce_char(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+
+}  // namespace
+
+bool leaf_has_nonce(std::string_view leaf, std::string_view nonce) {
+  if (nonce.empty()) return false;
+  std::string needle = "-" + std::string(nonce);
+  for (std::size_t pos = leaf.find(needle); pos != std::string_view::npos;
+       pos = leaf.find(needle, pos + 1)) {
+    if (pos == 0) continue;  // no preset part before the nonce
+    std::size_t end = pos + needle.size();
+    if (end == leaf.size() || !is_nonce_char(leaf[end])) return true;
+  }
+  return false;
+}
+
+Result<std::string> resolve_target(std::string_view arg, std::string_view ns,
+                                   const std::vector<std::string>& branches) {
+  if (arg.starts_with(kHeads)) arg.remove_prefix(kHeads.size());
+  if (arg.empty()) return make_error("bad_argument", "empty BRANCH|NONCE argument");
+  if (std::find(branches.begin(), branches.end(), arg) != branches.end()) return std::string(arg);
+  if (arg.find('/') != std::string_view::npos) {
+    return make_error("not_found", "branch '" + std::string(arg) + "' does not exist on the remote");
+  }
+  std::string prefix = std::string(ns) + "/";
+  std::vector<std::string> matches;
+  for (const auto& b : branches) {
+    if (!b.starts_with(prefix)) continue;
+    std::string_view leaf = std::string_view(b).substr(prefix.size());
+    if (leaf.find('/') != std::string_view::npos) continue;
+    if (leaf_has_nonce(leaf, arg)) matches.push_back(b);
+  }
+  if (matches.empty()) {
+    return make_error("not_found", "no request branch under '" + prefix + "' has nonce '" +
+                                       std::string(arg) + "'");
+  }
+  if (matches.size() > 1) {
+    std::string list;
+    for (const auto& m : matches) list += (list.empty() ? "" : ", ") + m;
+    return make_error("ambiguous", "nonce '" + std::string(arg) + "' matches " +
+                                       std::to_string(matches.size()) + " branches: " + list);
+  }
+  return matches.front();
+}
+
+}  // namespace kakeya::client

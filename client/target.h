@@ -1,0 +1,31 @@
+#pragma once
+// Resolution of the BRANCH|NONCE argument taken by `wait`, `status`, `fetch` and `cancel`.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bridge/result.h"
+
+namespace kakeya::client {
+
+// Resolves `arg` against the branch names the remote advertises (`branches`: names WITHOUT
+// "refs/heads/", e.g. "kakeya/req/env-probe-k3x9q2m7a1b4"). Returns the branch name (no
+// "refs/heads/").
+//  - A leading "refs/heads/" on `arg` is stripped.
+//  - `arg` equal to an advertised branch -> that branch.
+//  - `arg` containing '/' -> taken as a branch name; error `not_found` if not advertised.
+//  - otherwise `arg` is a bare nonce: it matches every branch `<ns>/<leaf>` whose leaf contains
+//    "-<nonce>" preceded by a non-empty preset part and followed by the end of the leaf or by a
+//    character outside [a-z0-9] (so a suffix such as "-retry" or ".2" still matches, while
+//    "abc" does not match the nonce "abcdef"). Exactly one match -> it; none -> `not_found`;
+//    several -> `ambiguous` (the message lists them).
+// Errors: usage `bad_argument` for an empty argument.
+Result<std::string> resolve_target(std::string_view arg, std::string_view ns,
+                                   const std::vector<std::string>& branches);
+
+// True when `leaf` (the part of a request branch after "<ns>/") carries `nonce` as described
+// for resolve_target.
+bool leaf_has_nonce(std::string_view leaf, std::string_view nonce);
+
+}  // namespace kakeya::client
