@@ -1,0 +1,285 @@
+#include "engine/llama.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "engine/quant.h"
+
+namespace kakeya::engine {
+namespace {
+
+// Floats of one dequantized weight tile for the sgemm path (8 MiB).
+constexpr size_t kTileFloats = size_t{2} << 20;
+
+float dot_f32(const float* a, const float* b, int64_t n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) acc[j] += a[i + j] * b[i + j];
+  }
+  float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+// y = x / sqrt(mean(x²) + eps) · w (ggml rms_norm then mul; sum of squares in double).
+void rms_norm(const float* x, const float* w, int64_t n, float eps, float* y) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  const float mean = static_cast<float>(sum / static_cast<double>(n));
+  const float scale = 1.0f / std::sqrt(mean + eps);
+  for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * scale) * w[i];
+}
+
+// GGML rope mode 0 on n_heads heads of head_dim at one position (ggml_rope_cache_init).
+void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t rope_dim, float theta_scale,
+          int32_t pos, float* cache) {
+  float theta = static_cast<float>(pos);
+  for (int64_t i0 = 0; i0 < rope_dim; i0 += 2) {
+    cache[i0] = std::cos(theta);
+    cache[i0 + 1] = std::sin(theta);
+    theta *= theta_scale;
+  }
+  for (int64_t h = 0; h < n_heads; ++h) {
+    float* v = x + h * head_dim;
+    for (int64_t i0 = 0; i0 < rope_dim; i0 += 2) {
+      const float c = cache[i0];
+      const float s = cache[i0 + 1];
+      const float x0 = v[i0];
+      const float x1 = v[i0 + 1];
+      v[i0] = x0 * c - x1 * s;
+      v[i0 + 1] = x0 * s + x1 * c;
+    }
+  }
+}
+
+}  // namespace
+
+struct LlamaContext::Scratch {
+  size_t cap = 0;  // tokens
+  std::vector<float> x, xn, q, k, v, att, tmp, gate, up, logits;
+  std::vector<int32_t> positions;
+  std::vector<ActivationBuffer> acts;            // [cap]
+  std::vector<float> tile;                       // sgemm path: dequantized rows
+  std::vector<std::vector<float>> thread_f32;    // per thread: attention scores + rope cache
+};
+
+LlamaContext::LlamaContext(const LlamaModel& model, ContextOptions options)
+    : model_(model), options_(options) {
+  const LlamaHparams& hp = model.hparams();
+  if (options_.n_ctx == 0) options_.n_ctx = static_cast<size_t>(hp.n_ctx_train);
+  options_.n_threads = std::max(1, options_.n_threads);
+  options_.n_batch = std::max<size_t>(1, options_.n_batch);
+  pool_ = std::make_unique<ThreadPool>(options_.n_threads);
+  openblas_set_num_threads(options_.n_threads);
+  kv_ = std::make_unique<KvCache>(KvCacheShape{static_cast<size_t>(hp.n_layer),
+                                               static_cast<size_t>(hp.n_head_kv),
+                                               static_cast<size_t>(hp.head_dim), options_.n_ctx});
+  s_ = std::make_unique<Scratch>();
+  s_->thread_f32.resize(static_cast<size_t>(options_.n_threads));
+  for (auto& buf : s_->thread_f32) buf.resize(options_.n_ctx + static_cast<size_t>(hp.head_dim));
+}
+
+LlamaContext::~LlamaContext() = default;
+
+Result<std::vector<float>> LlamaContext::eval(std::span<const int32_t> tokens, bool all_logits) {
+  if (tokens.empty()) return make_error("empty_input", "eval: no tokens");
+  const int64_t n_vocab = model_.hparams().n_vocab;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || tokens[i] >= n_vocab) {
+      return make_error("bad_token", "eval: token " + std::to_string(i) + " has id " +
+                                         std::to_string(tokens[i]) + ", outside [0, " +
+                                         std::to_string(n_vocab) + ")");
+    }
+  }
+  if (tokens.size() > kv_->n_free()) {
+    return make_error("context_overflow",
+                      "eval: " + std::to_string(n_past()) + " past + " +
+                          std::to_string(tokens.size()) + " new tokens exceed n_ctx " +
+                          std::to_string(options_.n_ctx));
+  }
+  std::vector<float> logits(static_cast<size_t>(n_vocab) * (all_logits ? tokens.size() : 1));
+  for (size_t b = 0; b < tokens.size(); b += options_.n_batch) {
+    const size_t n = std::min(options_.n_batch, tokens.size() - b);
+    const bool last = b + n == tokens.size();
+    float* out = all_logits ? logits.data() + b * static_cast<size_t>(n_vocab)
+                            : (last ? logits.data() : nullptr);
+    forward(tokens.data() + b, n, all_logits, out);
+  }
+  return logits;
+}
+
+void LlamaContext::matmul(const WeightMatrix& w, const float* x, size_t n, float* y) {
+  if (n == 1 || options_.batched_matmul == MatmulMode::kQuantizedActivations) {
+    matmul_quantized(w, x, n, y);
+  } else {
+    matmul_sgemm(w, x, n, y);
+  }
+}
+
+void LlamaContext::matmul_quantized(const WeightMatrix& w, const float* x, size_t n, float* y) {
+  auto& acts = s_->acts;
+  if (acts.size() < n) acts.resize(n);
+  pool_->parallel_for(n, [&](size_t t, int) {
+    quantize_activations(w.type, x + t * static_cast<size_t>(w.n_in), w.n_in, acts[t]);
+  });
+  const size_t n_out = static_cast<size_t>(w.n_out);
+  pool_->parallel_ranges(n_out, 16, [&](size_t r0, size_t r1, int) {
+    for (size_t t = 0; t < n; ++t) {
+      matvec(w.type, w.data, w.n_in, static_cast<int64_t>(r0), static_cast<int64_t>(r1), acts[t],
+             y + t * n_out + r0);
+    }
+  });
+}
+
+void LlamaContext::matmul_sgemm(const WeightMatrix& w, const float* x, size_t n, float* y) {
+  const int M = static_cast<int>(n);
+  const int K = static_cast<int>(w.n_in);
+  const int N = static_cast<int>(w.n_out);
+  if (w.type == GgmlType::F32) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x, K,
+                reinterpret_cast<const float*>(w.data), K, 0.0f, y, N);
+    return;
+  }
+  const size_t tile_rows = std::clamp<size_t>(kTileFloats / static_cast<size_t>(K), 16,
+                                              static_cast<size_t>(N));
+  auto& tile = s_->tile;
+  if (tile.size() < tile_rows * static_cast<size_t>(K)) tile.resize(tile_rows * static_cast<size_t>(K));
+  for (size_t r0 = 0; r0 < static_cast<size_t>(N); r0 += tile_rows) {
+    const size_t rows = std::min(tile_rows, static_cast<size_t>(N) - r0);
+    pool_->parallel_ranges(rows, 4, [&](size_t a, size_t b, int) {
+      for (size_t r = a; r < b; ++r)
+        dequantize_row(w.type, w.row(static_cast<int64_t>(r0 + r)), tile.data() + r * K, K);
+    });
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, static_cast<int>(rows), K, 1.0f, x, K,
+                tile.data(), K, 0.0f, y + r0, N);
+  }
+}
+
+void LlamaContext::attention(size_t il, const float* q, size_t n, size_t pos0, float* out) {
+  const LlamaHparams& hp = model_.hparams();
+  const KvSlots slots = kv_->layer(il).view();
+  const int64_t hd = hp.head_dim;
+  const size_t n_head = static_cast<size_t>(hp.n_head);
+  const int64_t gqa = hp.n_gqa();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const size_t q_stride = n_head * static_cast<size_t>(hd);
+  pool_->parallel_for(n_head * n, [&](size_t task, int thread) {
+    const size_t t = task / n_head;
+    const size_t h = task % n_head;
+    const int32_t qpos = static_cast<int32_t>(pos0 + t);
+    // Slots are in ascending position order: the visible ones are a prefix.
+    const size_t n_vis = static_cast<size_t>(
+        std::upper_bound(slots.positions, slots.positions + slots.n_slots, qpos) - slots.positions);
+    const float* qh = q + t * q_stride + h * static_cast<size_t>(hd);
+    const size_t kv_off = static_cast<size_t>(static_cast<int64_t>(h) / gqa * hd);
+    float* scores = s_->thread_f32[static_cast<size_t>(thread)].data();
+    float mx = -INFINITY;
+    for (size_t s = 0; s < n_vis; ++s) {
+      scores[s] = dot_f32(qh, slots.k + s * slots.row_stride + kv_off, hd) * scale;
+      mx = std::max(mx, scores[s]);
+    }
+    double sum = 0.0;
+    for (size_t s = 0; s < n_vis; ++s) {
+      scores[s] = std::exp(scores[s] - mx);
+      sum += scores[s];
+    }
+    const float inv = static_cast<float>(1.0 / sum);
+    float* o = out + t * q_stride + h * static_cast<size_t>(hd);
+    std::fill(o, o + hd, 0.0f);
+    for (size_t s = 0; s < n_vis; ++s) {
+      const float p = scores[s] * inv;
+      const float* vs = slots.v + s * slots.row_stride + kv_off;
+      for (int64_t d = 0; d < hd; ++d) o[d] += p * vs[d];
+    }
+  });
+}
+
+void LlamaContext::forward(const int32_t* tokens, size_t n, bool all_logits, float* logits) {
+  const LlamaHparams& hp = model_.hparams();
+  const LlamaWeights& W = model_.weights();
+  Scratch& s = *s_;
+  const size_t E = static_cast<size_t>(hp.n_embd);
+  const size_t F = static_cast<size_t>(hp.n_ff);
+  const size_t HD = static_cast<size_t>(hp.head_dim);
+  const size_t QD = static_cast<size_t>(hp.n_head) * HD;
+  const size_t KD = static_cast<size_t>(hp.n_head_kv) * HD;
+  if (s.cap < n) {
+    s.cap = n;
+    s.x.resize(n * E);
+    s.xn.resize(n * E);
+    s.tmp.resize(n * E);
+    s.q.resize(n * QD);
+    s.att.resize(n * QD);
+    s.k.resize(n * KD);
+    s.v.resize(n * KD);
+    s.gate.resize(n * F);
+    s.up.resize(n * F);
+    s.positions.resize(n);
+  }
+  const size_t pos0 = kv_->n_committed();
+  for (size_t t = 0; t < n; ++t) s.positions[t] = static_cast<int32_t>(pos0 + t);
+  const float theta_scale = std::pow(hp.rope_freq_base, -2.0f / static_cast<float>(hp.rope_dim));
+
+  pool_->parallel_ranges(n, 1, [&](size_t a, size_t b, int) {
+    for (size_t t = a; t < b; ++t)
+      dequantize_row(W.token_embd.type, W.token_embd.row(tokens[t]), s.x.data() + t * E, hp.n_embd);
+  });
+  auto norm_rows = [&](const std::vector<float>& w) {
+    pool_->parallel_ranges(n, 1, [&](size_t a, size_t b, int) {
+      for (size_t t = a; t < b; ++t)
+        rms_norm(s.x.data() + t * E, w.data(), hp.n_embd, hp.rms_eps, s.xn.data() + t * E);
+    });
+  };
+  auto add_residual = [&]() {
+    for (size_t i = 0; i < n * E; ++i) s.x[i] += s.tmp[i];
+  };
+
+  for (size_t il = 0; il < W.layers.size(); ++il) {
+    const LlamaLayerWeights& L = W.layers[il];
+    norm_rows(L.attn_norm);
+    matmul(L.wq, s.xn.data(), n, s.q.data());
+    matmul(L.wk, s.xn.data(), n, s.k.data());
+    matmul(L.wv, s.xn.data(), n, s.v.data());
+    pool_->parallel_ranges(n, 1, [&](size_t a, size_t b, int thread) {
+      float* cache = s.thread_f32[static_cast<size_t>(thread)].data();
+      for (size_t t = a; t < b; ++t) {
+        rope(s.q.data() + t * QD, hp.n_head, hp.head_dim, hp.rope_dim, theta_scale,
+             s.positions[t], cache);
+        rope(s.k.data() + t * KD, hp.n_head_kv, hp.head_dim, hp.rope_dim, theta_scale,
+             s.positions[t], cache);
+      }
+    });
+    kv_->layer(il).append(s.positions.data(), s.k.data(), s.v.data(), n);
+    attention(il, s.q.data(), n, pos0, s.att.data());
+    matmul(L.wo, s.att.data(), n, s.tmp.data());
+    add_residual();
+
+    norm_rows(L.ffn_norm);
+    matmul(L.w_gate, s.xn.data(), n, s.gate.data());
+    matmul(L.w_up, s.xn.data(), n, s.up.data());
+    pool_->parallel_ranges(n * F, 4096, [&](size_t a, size_t b, int) {
+      for (size_t i = a; i < b; ++i) {
+        const float g = s.gate[i];
+        s.gate[i] = (g / (1.0f + std::exp(-g))) * s.up[i];
+      }
+    });
+    matmul(L.w_down, s.gate.data(), n, s.tmp.data());
+    add_residual();
+  }
+  // Every layer received the n tokens; the capacity was checked by eval().
+  (void)kv_->commit(n);
+
+  if (logits == nullptr) return;
+  const size_t first = all_logits ? 0 : n - 1;
+  const size_t rows = n - first;
+  for (size_t t = first; t < n; ++t)
+    rms_norm(s.x.data() + t * E, W.output_norm.data(), hp.n_embd, hp.rms_eps,
+             s.xn.data() + (t - first) * E);
+  matmul(W.output, s.xn.data(), rows, logits);
+}
+
+}  // namespace kakeya::engine

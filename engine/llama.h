@@ -1,0 +1,96 @@
+#pragma once
+// The Llama forward pass on CPU: one inference context (KV cache, scratch, threads) over a
+// LlamaModel.
+//
+// Arithmetic (matches llama.cpp b4748's llm_build_llama on the CPU backend, F32 KV cache):
+//   x = token_embd[t]; per layer: h = x + Wo·attn(rope(Wq·n), rope(Wk·n), Wv·n) with
+//   n = rmsnorm(x)·attn_norm; x = h + Wdown·(silu(Wgate·m) * Wup·m) with m = rmsnorm(h)·ffn_norm;
+//   logits = Woutput·(rmsnorm(x)·output_norm).
+//   rmsnorm(x) = x / sqrt(mean(x²) + eps) (sum of squares in double, like ggml);
+//   RoPE GGML mode 0: pairs (2i, 2i+1) of each head rotated by pos·base^(−2i/rope_dim) (the angle
+//   is built by repeated multiplication by base^(−2/rope_dim), as ggml does);
+//   attention: query head h reads KV head h / (n_head/n_head_kv), scores scaled by 1/sqrt(head_dim),
+//   causal by the slots' original positions (slot position <= query position).
+//
+// Matmul paths:
+//   * one token (decode): quantize_activations + matvec, multithreaded over rows — activations are
+//     converted exactly like ggml-cpu (Q8_0/Q8_K/F16/BF16), so logits match llama.cpp's to ~1e-6
+//     (up to ~1e-3 on the fragile synthetic references).
+//   * several tokens (prefill/verify), MatmulMode::kSgemm (default): weights dequantized to f32
+//     in row tiles (per-context scratch; F32 weights used in place) and multiplied with OpenBLAS
+//     cblas_sgemm. Activations are NOT quantized, so for quantized weights the logits differ from
+//     the decode path by the activation-quantization error (~2e-2 on the synthetic references).
+//   * several tokens, MatmulMode::kQuantizedActivations: each token goes through the decode-path
+//     kernels (quantized activations), so a batch gives the same logits as token-by-token decode
+//     up to f32 summation order. Use it where batch and decode must agree (e.g. speculative verify
+//     on quantized models).
+//
+// REQUIRES: external synchronization — a context is used by one thread at a time. Several
+// contexts may share one LlamaModel.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "bridge/result.h"
+#include "engine/kv_cache.h"
+#include "engine/model.h"
+#include "engine/thread_pool.h"
+
+namespace kakeya::engine {
+
+enum class MatmulMode { kSgemm, kQuantizedActivations };
+
+struct ContextOptions {
+  size_t n_ctx = 0;      // maximum sequence length in tokens; 0 = the model's context_length
+  int n_threads = 1;     // threads for the pool and for OpenBLAS (>= 1)
+  size_t n_batch = 512;  // prefill chunk: tokens per forward pass (>= 1)
+  MatmulMode batched_matmul = MatmulMode::kSgemm;
+};
+
+class LlamaContext {
+ public:
+  // The context keeps a reference to `model`: the model must outlive it.
+  // Sets OpenBLAS to options.n_threads threads (openblas_set_num_threads).
+  LlamaContext(const LlamaModel& model, ContextOptions options);
+  ~LlamaContext();
+  LlamaContext(const LlamaContext&) = delete;
+  LlamaContext& operator=(const LlamaContext&) = delete;
+
+  // Appends `tokens` at positions n_past() .. n_past()+n-1 and runs the forward pass in chunks
+  // of n_batch. Returns the logits predicting the token after the last one ([n_vocab]), or, when
+  // all_logits, those after every token ([n_tokens][n_vocab], row i after tokens[0..i]).
+  // Errors (nothing is appended on error): "empty_input"; "bad_token" (id outside [0, n_vocab),
+  // message gives the index and id); "context_overflow" (n_past()+n > n_ctx).
+  Result<std::vector<float>> eval(std::span<const int32_t> tokens, bool all_logits = false);
+
+  // Forgets every token at position >= n_tokens (KV length reset, O(1)).
+  void truncate(size_t n_tokens) { kv_->truncate(n_tokens); }
+  size_t n_past() const { return kv_->n_committed(); }
+  size_t n_ctx() const { return options_.n_ctx; }
+  int64_t n_vocab() const { return model_.hparams().n_vocab; }
+  KvCache& kv() { return *kv_; }
+  const KvCache& kv() const { return *kv_; }
+  const LlamaModel& model() const { return model_; }
+  const ContextOptions& options() const { return options_; }
+  ThreadPool& pool() { return *pool_; }
+
+ private:
+  struct Scratch;
+  // One forward pass over n tokens at positions n_past()..; writes logits of the selected rows.
+  void forward(const int32_t* tokens, size_t n, bool all_logits, float* logits);
+  // y[t][n_out] = W·x[t] for t in [0, n).
+  void matmul(const WeightMatrix& w, const float* x, size_t n, float* y);
+  void matmul_sgemm(const WeightMatrix& w, const float* x, size_t n, float* y);
+  void matmul_quantized(const WeightMatrix& w, const float* x, size_t n, float* y);
+  void attention(size_t il, const float* q, size_t n, size_t pos0, float* out);
+
+  const LlamaModel& model_;
+  ContextOptions options_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<KvCache> kv_;
+  std::unique_ptr<Scratch> s_;
+};
+
+}  // namespace kakeya::engine

@@ -1,0 +1,275 @@
+// The Llama forward pass against llama.cpp's reference logits and the bundled goldens.
+// Reference data and tolerances: tests/data/reference/README.md ("Observed tolerances").
+#include "engine/llama.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/harness/paths.h"
+
+namespace kakeya::engine {
+namespace {
+
+using nlohmann::json;
+
+json load_json(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  EXPECT_TRUE(in.good()) << p;
+  return json::parse(in);
+}
+
+const LlamaModel& load_cached(const std::string& path) {
+  static std::map<std::string, std::unique_ptr<LlamaModel>> cache;
+  auto it = cache.find(path);
+  if (it == cache.end()) {
+    auto m = LlamaModel::load(path);
+    if (!m.ok()) ADD_FAILURE() << m.error().str();
+    it = cache.emplace(path, std::make_unique<LlamaModel>(std::move(m).value())).first;
+  }
+  return *it->second;
+}
+
+int32_t argmax(std::span<const float> v) {
+  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+// Greedy continuation: `n` tokens after `prompt`, each from a one-token eval.
+std::vector<int32_t> greedy(LlamaContext& ctx, const std::vector<int32_t>& prompt, size_t n) {
+  auto r = ctx.eval(prompt);
+  EXPECT_TRUE(r.ok()) << r.error().str();
+  std::vector<int32_t> out;
+  std::vector<float> logits = r.value();
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t id = argmax(logits);
+    out.push_back(id);
+    if (i + 1 == n) break;
+    const int32_t tok[1] = {id};
+    auto s = ctx.eval(tok);
+    EXPECT_TRUE(s.ok()) << s.error().str();
+    logits = std::move(s).value();
+  }
+  return out;
+}
+
+float max_abs_diff(std::span<const float> a, std::span<const float> b) {
+  EXPECT_EQ(a.size(), b.size());
+  float m = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
+  return m;
+}
+
+std::vector<int32_t> ids(const json& j) { return j.get<std::vector<int32_t>>(); }
+
+// The 200 ids under "Expected token ids (200):" in models/stories260K.md.
+std::vector<int32_t> stories_golden_ids() {
+  std::ifstream in(testing::models_dir() / "stories260K.md");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string md = ss.str();
+  const size_t at = md.find("Expected token ids (200):");
+  EXPECT_NE(at, std::string::npos);
+  const size_t open = md.find('[', at);
+  const size_t close = md.find(']', open);
+  return json::parse(md.substr(open, close - open + 1)).get<std::vector<int32_t>>();
+}
+
+TEST(Llama, Stories260kGreedyFromBosMatchesGolden) {
+  const auto& model = load_cached((testing::models_dir() / "stories260K-f32.gguf").string());
+  const LlamaHparams& hp = model.hparams();
+  EXPECT_EQ(hp.n_embd, 64);
+  EXPECT_EQ(hp.n_layer, 5);
+  EXPECT_EQ(hp.n_head_kv, 4);
+  EXPECT_EQ(hp.rope_freq_base, 10000.0f);
+  const auto expected = stories_golden_ids();
+  ASSERT_EQ(expected.size(), 200u);
+  for (int threads : {1, 2}) {
+    LlamaContext ctx(model, ContextOptions{0, threads, 512});
+    EXPECT_EQ(greedy(ctx, {1}, 200), expected) << "threads " << threads;
+    EXPECT_EQ(ctx.n_past(), 200u);
+  }
+}
+
+TEST(Llama, Stories260kReferencePromptGreedyAndLogits) {
+  const json ref = load_json(testing::data_dir() / "reference" / "stories260K-f32.ref.json");
+  const auto& model = load_cached((testing::models_dir() / "stories260K-f32.gguf").string());
+  const auto prompt = ids(ref["prompt_ids"]);
+  LlamaContext ctx(model, ContextOptions{512, 2, 512});
+  auto all = ctx.eval(prompt, /*all_logits=*/true);
+  ASSERT_TRUE(all.ok()) << all.error().str();
+  const auto rl = ref["logits"];
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    const auto row = rl[i].get<std::vector<float>>();
+    EXPECT_LT(max_abs_diff(std::span(all.value()).subspan(i * 512, 512), row), 1e-4f)
+        << "position " << i;
+  }
+  ctx.truncate(0);
+  EXPECT_EQ(greedy(ctx, prompt, 24), ids(ref["greedy_ids"]));
+}
+
+struct SynthCase {
+  const char* type;
+  float decode_tol;   // token-by-token (decode path: activations converted like ggml)
+  float batched_tol;  // one batched sgemm eval (f32 activations)
+};
+
+class SynthReference : public ::testing::TestWithParam<SynthCase> {};
+
+// Logits of every prompt position, via the decode path (one token per eval).
+std::vector<float> logits_token_by_token(LlamaContext& ctx, const std::vector<int32_t>& prompt) {
+  std::vector<float> all;
+  for (int32_t t : prompt) {
+    const int32_t tok[1] = {t};
+    auto r = ctx.eval(tok);
+    EXPECT_TRUE(r.ok());
+    all.insert(all.end(), r.value().begin(), r.value().end());
+  }
+  return all;
+}
+
+void expect_rows_close(const std::vector<float>& got, const json& ref_logits, float tol,
+                       const std::string& what) {
+  const size_t n_vocab = ref_logits[0].size();
+  ASSERT_EQ(got.size(), ref_logits.size() * n_vocab) << what;
+  float worst = 0;
+  for (size_t i = 0; i < ref_logits.size(); ++i) {
+    const auto row = ref_logits[i].get<std::vector<float>>();
+    const float d = max_abs_diff(std::span(got).subspan(i * n_vocab, n_vocab), row);
+    worst = std::max(worst, d);
+    EXPECT_LT(d, tol) << what << ": position " << i;
+  }
+  ::testing::Test::RecordProperty(what + "_max_abs_diff", std::to_string(worst));
+  std::printf("  %s: max |dlogit| %.3g (tol %.3g)\n", what.c_str(), worst, tol);
+}
+
+TEST_P(SynthReference, LogitsAndGreedyMatchLlamaCpp) {
+  const SynthCase c = GetParam();
+  const std::string name = std::string("synth-llama-256-") + c.type;
+  const auto dir = testing::data_dir() / "reference";
+  const json ref = load_json(dir / (name + ".ref.json"));
+  const auto& model = load_cached((dir / (name + ".gguf")).string());
+  ASSERT_EQ(model.hparams().n_ff, 512);
+  ASSERT_EQ(model.hparams().n_head_kv, 2);
+  const auto prompt = ids(ref["prompt_ids"]);
+
+  // 1. Decode path, token by token: activations converted like ggml → tight tolerance.
+  LlamaContext ctx(model, ContextOptions{512, 2, 512});
+  expect_rows_close(logits_token_by_token(ctx, prompt), ref["logits"], c.decode_tol, "decode");
+
+  // 2. Batched, quantized-activation matmuls: same kernels as decode.
+  LlamaContext qctx(model, ContextOptions{512, 2, 512, MatmulMode::kQuantizedActivations});
+  auto qb = qctx.eval(prompt, true);
+  ASSERT_TRUE(qb.ok());
+  expect_rows_close(qb.value(), ref["logits"], c.decode_tol, "batched_quantized_act");
+
+  // 3. Batched sgemm on dequantized weights (f32 activations): documented looser tolerance.
+  LlamaContext bctx(model, ContextOptions{512, 3, 512});
+  auto b = bctx.eval(prompt, true);
+  ASSERT_TRUE(b.ok());
+  expect_rows_close(b.value(), ref["logits"], c.batched_tol, "batched_sgemm");
+
+  // 4. Greedy ids up to the first step whose margin is below the tolerance: the prompt in one
+  //    batch with quantized activations (as llama.cpp did), then one-token decode steps.
+  const auto margins = ref["greedy_margin"].get<std::vector<float>>();
+  const auto want = ids(ref["greedy_ids"]);
+  size_t n_check = 0;
+  while (n_check < margins.size() && margins[n_check] >= 2 * c.decode_tol) ++n_check;
+  ASSERT_GT(n_check, 0u);
+  qctx.truncate(0);
+  const auto got = greedy(qctx, prompt, n_check);
+  EXPECT_EQ(got, std::vector<int32_t>(want.begin(), want.begin() + static_cast<long>(n_check)));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, SynthReference,
+                         ::testing::Values(SynthCase{"f32", 1e-4f, 1e-4f},
+                                           SynthCase{"f16", 2e-3f, 5e-3f},
+                                           SynthCase{"bf16", 1e-2f, 2e-2f},
+                                           SynthCase{"q8_0", 1e-3f, 5e-2f},
+                                           SynthCase{"q6_k", 1e-3f, 5e-2f},
+                                           SynthCase{"q4_k", 1e-3f, 5e-2f},
+                                           SynthCase{"q4_0", 1e-3f, 5e-2f}),
+                         [](const ::testing::TestParamInfo<SynthCase>& p) { return std::string(p.param.type); });
+
+TEST(Llama, BatchedPrefillEqualsTokenByTokenAndChunking) {
+  const auto& model = load_cached((testing::models_dir() / "stories260K-f32.gguf").string());
+  std::vector<int32_t> prompt = {1};
+  for (int i = 0; i < 40; ++i) prompt.push_back(260 + (i * 37) % 250);
+  LlamaContext one(model, ContextOptions{512, 1, 512});
+  const auto seq = logits_token_by_token(one, prompt);
+  for (size_t n_batch : {size_t{512}, size_t{7}}) {
+    LlamaContext ctx(model, ContextOptions{512, 2, n_batch});
+    auto b = ctx.eval(prompt, true);
+    ASSERT_TRUE(b.ok());
+    EXPECT_LT(max_abs_diff(b.value(), seq), 1e-4f) << "n_batch " << n_batch;
+    EXPECT_EQ(ctx.n_past(), prompt.size());
+  }
+}
+
+TEST(Llama, TruncateThenReevalReproducesLogits) {
+  const auto& model = load_cached((testing::models_dir() / "stories260K-f32.gguf").string());
+  const std::vector<int32_t> prefix = {1, 403, 407, 261, 378};
+  const std::vector<int32_t> a = {432, 383, 286};
+  const std::vector<int32_t> b = {300, 301, 302, 303};
+  LlamaContext ctx(model, ContextOptions{64, 2, 512});
+  ASSERT_TRUE(ctx.eval(prefix).ok());
+  auto first = ctx.eval(a, true);
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(ctx.eval(b).ok());  // a rejected "draft"
+  EXPECT_EQ(ctx.n_past(), 12u);
+  ctx.truncate(prefix.size());
+  EXPECT_EQ(ctx.n_past(), prefix.size());
+  auto again = ctx.eval(a, true);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(max_abs_diff(first.value(), again.value()), 0.0f);
+}
+
+TEST(Llama, ErrorsAreResults) {
+  const auto& model = load_cached((testing::models_dir() / "stories260K-f32.gguf").string());
+  LlamaContext ctx(model, ContextOptions{8, 1, 512});
+  const std::vector<int32_t> bad = {1, 512};
+  auto r = ctx.eval(bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, "bad_token");
+  EXPECT_NE(r.error().message.find("512"), std::string::npos);
+  const std::vector<int32_t> neg = {-1};
+  EXPECT_EQ(ctx.eval(neg).error().code, "bad_token");
+  EXPECT_EQ(ctx.eval(std::span<const int32_t>()).error().code, "empty_input");
+  const std::vector<int32_t> six = {1, 2, 3, 4, 5, 6};
+  ASSERT_TRUE(ctx.eval(six).ok());
+  auto over = ctx.eval(std::vector<int32_t>{7, 8, 9});
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().code, "context_overflow");
+  EXPECT_EQ(ctx.n_past(), 6u) << "nothing appended on error";
+  EXPECT_TRUE(ctx.eval(std::vector<int32_t>{7, 8}).ok());
+
+  auto missing = LlamaModel::load("/nonexistent/model.gguf");
+  EXPECT_FALSE(missing.ok());
+}
+
+// niah-tiny has n_ctx 3072: a ~3000-token prompt exercises positions near the context length.
+TEST(Llama, NiahTinyLongContextGolden) {
+  const json g = load_json(testing::models_dir() / "niah-tiny.goldens.json");
+  const json* golden = nullptr;
+  for (const auto& e : g["goldens"])
+    if (e["name"] == "niah-design-seed0-lines60-sample0-full") golden = &e;
+  ASSERT_NE(golden, nullptr);
+  const auto& model = load_cached((testing::models_dir() / "niah-tiny-f32.gguf").string());
+  EXPECT_EQ(model.hparams().n_ctx_train, 3072);
+  const auto prompt = ids((*golden)["prompt_token_ids"]);
+  ASSERT_GT(prompt.size(), 2900u);
+  LlamaContext ctx(model, ContextOptions{0, 2, 512});
+  EXPECT_EQ(ctx.n_ctx(), 3072u);
+  const auto want = ids((*golden)["expected_token_ids"]);
+  EXPECT_EQ(greedy(ctx, prompt, want.size()), want);
+}
+
+}  // namespace
+}  // namespace kakeya::engine

@@ -1,0 +1,74 @@
+#include "engine/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <set>
+#include <thread>
+#include <vector>
+
+namespace kakeya::engine {
+namespace {
+
+TEST(ThreadPool, RunsEveryTaskExactlyOnce) {
+  for (int threads : {1, 2, 4}) {
+    ThreadPool pool(threads);
+    EXPECT_EQ(pool.n_threads(), threads);
+    for (size_t n : {0u, 1u, 3u, 1000u}) {
+      std::vector<std::atomic<int>> hits(n);
+      pool.parallel_for(n, [&](size_t task, int thread) {
+        ASSERT_GE(thread, 0);
+        ASSERT_LT(thread, threads);
+        hits[task].fetch_add(1);
+      });
+      for (size_t i = 0; i < n; ++i) EXPECT_EQ(hits[i].load(), 1) << "task " << i;
+    }
+  }
+}
+
+TEST(ThreadPool, RangesCoverWithoutOverlap) {
+  ThreadPool pool(3);
+  for (size_t n : {1u, 7u, 100u, 12345u}) {
+    std::vector<std::atomic<int>> hits(n);
+    pool.parallel_ranges(n, 5, [&](size_t a, size_t b, int) {
+      ASSERT_LT(a, b);
+      ASSERT_LE(b, n);
+      for (size_t i = a; i < b; ++i) hits[i].fetch_add(1);
+    });
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n " << n << " item " << i;
+  }
+}
+
+TEST(ThreadPool, UsesSeveralThreadsAndReusesThem) {
+  ThreadPool pool(4);
+  std::set<std::thread::id> ids;
+  std::mutex mu;
+  for (int round = 0; round < 50; ++round) {
+    std::atomic<int> sum{0};
+    pool.parallel_for(64, [&](size_t task, int) {
+      // Enough work per task that workers get a share.
+      volatile double acc = 0;
+      for (int i = 0; i < 20000; ++i) acc = acc + i * 1e-9;
+      sum.fetch_add(static_cast<int>(task));
+      std::lock_guard<std::mutex> lock(mu);
+      ids.insert(std::this_thread::get_id());
+    });
+    ASSERT_EQ(sum.load(), 63 * 64 / 2);
+  }
+  EXPECT_GT(ids.size(), 1u);
+  EXPECT_LE(ids.size(), 4u);
+}
+
+TEST(ThreadPool, NonPositiveThreadCountMeansOne) {
+  ThreadPool pool(0);
+  EXPECT_EQ(pool.n_threads(), 1);
+  int count = 0;  // no worker threads: plain int is safe
+  pool.parallel_for(10, [&](size_t, int thread) {
+    EXPECT_EQ(thread, 0);
+    ++count;
+  });
+  EXPECT_EQ(count, 10);
+}
+
+}  // namespace
+}  // namespace kakeya::engine
