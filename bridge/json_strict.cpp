@@ -156,6 +156,7 @@ class StrictSax {
       if (path_out) *path_out = json_path_append_key(f.path, f.pending_key);
       json& slot = (*f.node)[f.pending_key];
       slot = std::move(v);
+      f.pending_key.clear();  // errors after this value are about the object, not this key
       return &slot;
     }
     if (path_out) *path_out = json_path_append_index(f.path, f.node->size());
