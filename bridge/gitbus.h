@@ -10,7 +10,9 @@
 // Error codes: `auth_failed` (credentials rejected max_auth_attempts times; message names the
 // redacted remote URL), `timeout`, `transport` (connection refused, TLS, HTTP, protocol errors),
 // `not_fetched` (an object the operation needs is not in the cache), `non_fast_forward`,
-// `bad_path`, `bad_oid`, `object_not_found`, `repository` (local cache failures), `import_failed`.
+// `bad_path`, `path_conflict`, `bad_oid`, `bad_ref` (not a valid full ref name), `bad_option`,
+// `bad_remote_url` (unparsable, or a local path / file:// remote), `bad_author`, `repository`
+// (local cache failures), `import_failed`.
 // Messages include libgit2's git_error_last() text where libgit2 failed.
 
 #include <filesystem>
@@ -54,13 +56,15 @@ struct GitBusOptions {
   int op_timeout_s = 60;      // wall-clock budget of each network operation, seconds
 };
 
-// REQUIRES: external synchronization (one thread at a time per instance). Movable, not copyable.
+// REQUIRES: external synchronization (one thread at a time per instance). Movable, not copyable;
+// a moved-from instance must not be used.
 // Distinct instances may be used from distinct threads concurrently (each with its own cache_dir).
 class GitBus {
  public:
   // Opens (or creates with git_repository_init, bare) the cache repository at `cache_dir` and
   // remembers the remote. Does not touch the network. Applies creds.ca_bundle process-wide via
-  // GIT_OPT_SET_SSL_CERT_LOCATIONS when non-empty. Errors: `repository`, `bad_remote_url`, `transport`.
+  // GIT_OPT_SET_SSL_CERT_LOCATIONS when non-empty. Local remotes (paths, file://) are refused: they
+  // do not compare-and-swap. Errors: `repository`, `bad_remote_url`, `bad_option`, `transport`.
   static Result<GitBus> open(std::string remote_url, std::filesystem::path cache_dir, Credentials creds,
                              GitBusOptions opts = {});
 
