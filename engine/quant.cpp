@@ -59,8 +59,8 @@ void dequant_q4_k(const BlockQ4_K* x, float* y, int64_t nb) {
       const float d1 = d * sc, m1 = dmin * m;
       q4k_scale_min(2 * j + 1, x[i].scales, &sc, &m);
       const float d2 = d * sc, m2 = dmin * m;
-      for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] & 0xF) - m1;
-      for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
+      for (int l = 0; l < 32; ++l) *y++ = round_f32(d1 * static_cast<float>(q[l] & 0xF)) - m1;
+      for (int l = 0; l < 32; ++l) *y++ = round_f32(d2 * static_cast<float>(q[l] >> 4)) - m2;
       q += 32;
     }
   }
@@ -192,7 +192,7 @@ float dot_q8_0(const BlockQ8_0* x, const BlockQ8_0* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i) {
     int sumi = 0;
     for (int j = 0; j < 32; ++j) sumi += x[i].qs[j] * y[i].qs[j];
-    s += static_cast<float>(sumi) * (h2f(x[i].d) * h2f(y[i].d));
+    s += round_f32(static_cast<float>(sumi) * (h2f(x[i].d) * h2f(y[i].d)));
   }
   return s;
 }
@@ -205,7 +205,7 @@ float dot_q4_0(const BlockQ4_0* x, const BlockQ8_0* y, int64_t nb) {
       sumi += ((x[i].qs[j] & 0x0F) - 8) * y[i].qs[j];
       sumi += ((x[i].qs[j] >> 4) - 8) * y[i].qs[j + 16];
     }
-    s += static_cast<float>(sumi) * (h2f(x[i].d) * h2f(y[i].d));
+    s += round_f32(static_cast<float>(sumi) * (h2f(x[i].d) * h2f(y[i].d)));
   }
   return s;
 }
@@ -233,7 +233,7 @@ float dot_q4_k(const BlockQ4_K* x, const BlockQ8_K* y, int64_t nb) {
     }
     const float d = h2f(x[i].d) * y[i].d;
     const float dmin = h2f(x[i].dmin) * y[i].d;
-    s += d * static_cast<float>(sum_q) - dmin * static_cast<float>(sum_m);
+    s += round_f32(d * static_cast<float>(sum_q)) - round_f32(dmin * static_cast<float>(sum_m));
   }
   return s;
 }
@@ -265,7 +265,7 @@ float dot_q6_k(const BlockQ6_K* x, const BlockQ8_K* y, int64_t nb) {
       q8 += 128;
       sc += 8;
     }
-    s += (h2f(x[i].d) * y[i].d) * static_cast<float>(sum);
+    s += round_f32((h2f(x[i].d) * y[i].d) * static_cast<float>(sum));
   }
   return s;
 }

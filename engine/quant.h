@@ -37,6 +37,18 @@ struct BlockQ8_K { float d; int8_t qs[256]; int16_t bsums[16]; };  // activation
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_K) == 144 &&
               sizeof(BlockQ6_K) == 210 && sizeof(BlockQ8_K) == 292);
 
+// Returns v rounded to f32 at this point: stops the compiler from fusing a*b+c into an FMA (GCC
+// contracts even across statements in C++ when FMA is available), so kernels round exactly like
+// ggml's reference C. A no-op where the target has no FMA.
+inline float round_f32(float v) {
+#if defined(__FP_FAST_FMAF) && defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  __asm__("" : "+x"(v));
+#elif defined(__FP_FAST_FMAF) && defined(__GNUC__) && defined(__aarch64__)
+  __asm__("" : "+w"(v));
+#endif
+  return v;
+}
+
 // Q4_K: 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes (ggml get_scale_min_k4).
 inline void q4k_scale_min(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
   if (j < 4) {

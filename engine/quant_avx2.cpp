@@ -131,7 +131,7 @@ float dot_q4_k(const BlockQ4_K* x, const BlockQ8_K* y, int64_t nb) {
     const int32_t sum_q = hsum_epi32(sumi);
     const float d = h2f(x[i].d) * y[i].d;
     const float dmin = h2f(x[i].dmin) * y[i].d;
-    s += d * static_cast<float>(sum_q) - dmin * static_cast<float>(sum_m);
+    s += round_f32(d * static_cast<float>(sum_q)) - round_f32(dmin * static_cast<float>(sum_m));
   }
   return s;
 }
@@ -170,7 +170,7 @@ float dot_q6_k(const BlockQ6_K* x, const BlockQ8_K* y, int64_t nb) {
         sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p16, scale_pair(sc + 2 * g)));
       }
     }
-    s += (h2f(x[i].d) * y[i].d) * static_cast<float>(hsum_epi32(sumi));
+    s += round_f32((h2f(x[i].d) * y[i].d) * static_cast<float>(hsum_epi32(sumi)));
   }
   return s;
 }

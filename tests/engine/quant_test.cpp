@@ -1,0 +1,489 @@
+// Tensor-type kernels: dequantization of every tensor of every reference model against ggml's
+// own output (sha256 of the f32 array), fp16/bf16 conversion, the ggml activation formats,
+// dot products against a float64 reference, and AVX2 vs portable agreement.
+
+#include "engine/quant.h"
+
+#include <gtest/gtest.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+#include <openssl/evp.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/cpu_features.h"
+#include "engine/gguf.h"
+#include "tests/harness/paths.h"
+
+namespace kakeya::engine {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+constexpr GgmlType kWeightTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
+                                     GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K};
+
+std::string sha256_hex(const void* data, size_t n) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(data, n, md, &len, EVP_sha256(), nullptr);
+  static const char* kHex = "0123456789abcdef";
+  std::string s;
+  for (unsigned i = 0; i < len; ++i) {
+    s += kHex[md[i] >> 4];
+    s += kHex[md[i] & 15];
+  }
+  return s;
+}
+
+struct RefModel {
+  json ref;
+  GgufFile file;
+};
+
+std::vector<RefModel> load_reference_models() {
+  std::vector<RefModel> out;
+  const fs::path dir = testing::data_dir() / "reference";
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() < 9 || name.substr(name.size() - 9) != ".ref.json") continue;
+    std::ifstream in(e.path());
+    json ref = json::parse(in);
+    fs::path model = dir / ref.at("model_file").get<std::string>();
+    if (!fs::exists(model)) model = testing::models_dir() / ref.at("model_file").get<std::string>();
+    auto f = GgufFile::open(model.string());
+    if (!f.ok()) throw std::runtime_error(f.error().str());
+    out.push_back(RefModel{std::move(ref), std::move(f).value()});
+  }
+  return out;
+}
+
+const std::vector<RefModel>& reference_models() {
+  static const std::vector<RefModel> models = load_reference_models();
+  return models;
+}
+
+// The first tensor of `type` in the reference models (all 2-D tensors share a type per file).
+const TensorInfo* tensor_of_type(GgmlType type, int64_t min_ne0 = 0) {
+  for (const RefModel& m : reference_models())
+    for (const TensorInfo& t : m.file.tensors())
+      if (t.type == type && t.ne.size() == 2 && t.ne[0] >= min_ne0) return &t;
+  return nullptr;
+}
+
+std::vector<float> dequantize_tensor(const QuantKernels& k, const TensorInfo& t) {
+  std::vector<float> out(static_cast<size_t>(t.nelements()));
+  const size_t rb = t.row_bytes();
+  for (int64_t r = 0; r < t.rows(); ++r)
+    k.dequantize_row(t.type, t.data + static_cast<size_t>(r) * rb, out.data() + r * t.ne[0], t.ne[0]);
+  return out;
+}
+
+std::vector<KernelIsa> available_isas() {
+  std::vector<KernelIsa> isas{KernelIsa::Portable};
+  if (kernel_isa_available(KernelIsa::Avx2)) isas.push_back(KernelIsa::Avx2);
+  return isas;
+}
+
+std::vector<float> random_activations(int64_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (float& v : x) v = dist(rng);
+  return x;
+}
+
+// The activation values as the kernels see them (after conversion), in float64.
+std::vector<double> activation_values(const ActivationBuffer& act) {
+  std::vector<float> f(static_cast<size_t>(act.n));
+  quant_kernels(KernelIsa::Portable).dequantize_row(act.vec_dot_type, act.bytes.data(), f.data(), act.n);
+  return std::vector<double>(f.begin(), f.end());
+}
+
+// ---- dequantization against ggml ----
+
+TEST(Quant, DequantizeEveryReferenceTensorBitExact) {
+  int checked = 0;
+  for (KernelIsa isa : available_isas()) {
+    SCOPED_TRACE(kernel_isa_name(isa));
+    for (const RefModel& m : reference_models()) {
+      const json& deq = m.ref.at("dequant_reference");
+      ASSERT_EQ(deq.size(), m.file.tensors().size());
+      for (const TensorInfo& t : m.file.tensors()) {
+        SCOPED_TRACE(m.ref.at("model_file").get<std::string>() + " " + t.name);
+        const json& expect = deq.at(t.name);
+        const std::vector<float> v = dequantize_tensor(quant_kernels(isa), t);
+        EXPECT_EQ(sha256_hex(v.data(), v.size() * sizeof(float)), expect.at("sha256_f32le").get<std::string>());
+        double sum = 0, sumsq = 0;
+        for (float x : v) {
+          sum += x;
+          sumsq += static_cast<double>(x) * x;
+        }
+        EXPECT_NEAR(sum, expect.at("sum").get<double>(), 1e-8 * (1 + std::fabs(sum)) + 1e-6);
+        EXPECT_NEAR(sumsq, expect.at("sumsq").get<double>(), 1e-8 * sumsq + 1e-6);
+        const auto first8 = expect.at("first8").get<std::vector<double>>();
+        const auto last8 = expect.at("last8").get<std::vector<double>>();
+        for (size_t i = 0; i < 8; ++i) {
+          EXPECT_EQ(v[i], static_cast<float>(first8[i])) << "element " << i;
+          EXPECT_EQ(v[v.size() - 8 + i], static_cast<float>(last8[i])) << "element from end " << 8 - i;
+        }
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 7 * 21);
+}
+
+TEST(Quant, ReferenceModelsCoverEveryWeightType) {
+  for (GgmlType t : kWeightTypes) EXPECT_NE(tensor_of_type(t), nullptr) << ggml_type_name(t);
+}
+
+// ---- fp16 / bf16 ----
+
+#if defined(__x86_64__)
+__attribute__((target("f16c"))) uint16_t f16c_to_half(float f) { return _cvtss_sh(f, 0); }
+#endif
+
+TEST(Quant, Fp16RoundTripsEveryHalf) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const float f = fp16_to_fp32(static_cast<uint16_t>(h));
+    if (std::isnan(f)) {
+      EXPECT_EQ(h & 0x7C00u, 0x7C00u);
+      EXPECT_TRUE(std::isnan(fp16_to_fp32(fp32_to_fp16(f))));
+      continue;
+    }
+    ASSERT_EQ(fp32_to_fp16(f), h) << "half 0x" << std::hex << h;
+  }
+  EXPECT_EQ(fp16_to_fp32(0x3C00), 1.0f);
+  EXPECT_EQ(fp16_to_fp32(0x0001), std::ldexp(1.0f, -24));
+  EXPECT_EQ(fp16_to_fp32(0x7BFF), 65504.0f);
+  EXPECT_EQ(fp16_to_fp32(0xC000), -2.0f);
+}
+
+TEST(Quant, Fp16RoundsToNearestEven) {
+  EXPECT_EQ(fp32_to_fp16(65519.0f), 0x7BFF);
+  EXPECT_EQ(fp32_to_fp16(65520.0f), 0x7C00);  // tie between 65504 and 65536 -> even -> inf
+  EXPECT_EQ(fp32_to_fp16(1e10f), 0x7C00);
+  EXPECT_EQ(fp32_to_fp16(-1e10f), 0xFC00);
+  EXPECT_EQ(fp32_to_fp16(std::ldexp(1.0f, -25)), 0x0000);            // tie -> even (0)
+  EXPECT_EQ(fp32_to_fp16(std::ldexp(1.5f, -25)), 0x0001);
+  EXPECT_EQ(fp32_to_fp16(std::ldexp(3.0f, -25)), 0x0002);            // 1.5 ulp tie -> 2
+  EXPECT_EQ(fp32_to_fp16(1.0f + std::ldexp(1.0f, -11)), 0x3C00);     // tie -> even
+  EXPECT_EQ(fp32_to_fp16(1.0f + std::ldexp(3.0f, -11)), 0x3C02);     // tie -> even (up)
+  EXPECT_EQ(fp32_to_fp16(-0.0f), 0x8000);
+  EXPECT_TRUE(std::isnan(fp16_to_fp32(fp32_to_fp16(std::nanf("")))));
+}
+
+TEST(Quant, Fp16MatchesF16cOnRandomFloats) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "x86 only";
+#else
+  if (!cpu_features().f16c) GTEST_SKIP() << "no F16C";
+  std::mt19937 rng(7);
+  for (int i = 0; i < 2000000; ++i) {
+    uint32_t bits = rng();
+    if (i % 2 == 0) bits = (bits & 0x80FFFFFFu) | ((100u + bits % 48u) << 23);  // concentrate near half range
+    float f;
+    std::memcpy(&f, &bits, 4);
+    ASSERT_EQ(fp32_to_fp16(f), f16c_to_half(f)) << "bits 0x" << std::hex << bits;
+  }
+#endif
+}
+
+TEST(Quant, Bf16RoundsToNearestEven) {
+  auto from_bits = [](uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  };
+  EXPECT_EQ(fp32_to_bf16(1.0f), 0x3F80);
+  EXPECT_EQ(fp32_to_bf16(from_bits(0x3F808000u)), 0x3F80);  // tie -> even
+  EXPECT_EQ(fp32_to_bf16(from_bits(0x3F818000u)), 0x3F82);  // tie -> even (up)
+  EXPECT_EQ(fp32_to_bf16(from_bits(0x3F808001u)), 0x3F81);
+  EXPECT_EQ(bf16_to_fp32(0xC040), -3.0f);
+  EXPECT_TRUE(std::isnan(bf16_to_fp32(fp32_to_bf16(std::nanf("")))));
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const float f = bf16_to_fp32(static_cast<uint16_t>(h));
+    if (!std::isnan(f)) {
+      ASSERT_EQ(fp32_to_bf16(f), h);
+    }
+  }
+}
+
+// ---- type table ----
+
+TEST(Quant, TypeTable) {
+  EXPECT_STREQ(ggml_type_name(GgmlType::Q4_K), "q4_K");
+  EXPECT_STREQ(ggml_type_name(GgmlType::BF16), "bf16");
+  EXPECT_EQ(ggml_type_from_id(14).value(), GgmlType::Q6_K);
+  EXPECT_EQ(ggml_type_from_id(30).value(), GgmlType::BF16);
+  auto bad = ggml_type_from_id(13);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("13 (q5_K)"), std::string::npos) << bad.error().message;
+  EXPECT_FALSE(ggml_type_from_id(15).ok());
+  EXPECT_FALSE(ggml_type_from_id(999).ok());
+  EXPECT_EQ(ggml_type_from_name("Q6_K").value(), GgmlType::Q6_K);
+  EXPECT_FALSE(ggml_type_from_name("q5_0").ok());
+  EXPECT_EQ(ggml_row_bytes(GgmlType::Q4_K, 512), 288u);
+  EXPECT_EQ(ggml_row_bytes(GgmlType::Q6_K, 256), 210u);
+  EXPECT_EQ(ggml_row_bytes(GgmlType::Q4_0, 64), 36u);
+  EXPECT_EQ(ggml_row_bytes(GgmlType::Q8_0, 64), 68u);
+  EXPECT_EQ(ggml_row_bytes(GgmlType::BF16, 7), 14u);
+  EXPECT_EQ(ggml_row_bytes(GgmlType::F32, 7), 28u);
+  for (GgmlType t : kWeightTypes) EXPECT_EQ(ggml_type_from_id(static_cast<uint32_t>(t)).value(), t);
+}
+
+// ---- activation formats ----
+
+TEST(Quant, Q8_0ActivationsFollowGgml) {
+  const auto x = random_activations(256, 11);
+  for (KernelIsa isa : available_isas()) {
+    ActivationBuffer act;
+    quant_kernels(isa).quantize_activations(GgmlType::Q4_0, x.data(), 256, act);
+    EXPECT_EQ(act.vec_dot_type, GgmlType::Q8_0);
+    ASSERT_EQ(act.bytes.size(), 8 * sizeof(BlockQ8_0));
+    const auto* b = reinterpret_cast<const BlockQ8_0*>(act.bytes.data());
+    for (int i = 0; i < 8; ++i) {
+      float amax = 0;
+      for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[i * 32 + j]));
+      EXPECT_EQ(b[i].d, fp32_to_fp16(amax / 127.f));
+      for (int j = 0; j < 32; ++j)
+        EXPECT_EQ(b[i].qs[j], static_cast<int8_t>(std::nearbyint(x[i * 32 + j] * (127.f / amax))));
+    }
+  }
+}
+
+TEST(Quant, Q8_KActivationsFollowGgml) {
+  auto x = random_activations(512, 12);
+  std::fill(x.begin() + 256, x.end(), 0.0f);  // an all-zero super-block
+  x[3] = 9.0f;                                // max |x| positive in block 0
+  ActivationBuffer act;
+  quantize_activations(GgmlType::Q6_K, x.data(), 512, act);
+  EXPECT_EQ(act.vec_dot_type, GgmlType::Q8_K);
+  ASSERT_EQ(act.bytes.size(), 2 * sizeof(BlockQ8_K));
+  const auto* b = reinterpret_cast<const BlockQ8_K*>(act.bytes.data());
+  const float iscale = -127.f / 9.0f;
+  EXPECT_EQ(b[0].d, 1.0f / iscale);
+  EXPECT_EQ(b[0].qs[3], -127);  // the largest magnitude maps to -127 (sign flipped)
+  for (int j = 0; j < 256; ++j) EXPECT_EQ(b[0].qs[j], std::min(127, static_cast<int>(std::nearbyint(iscale * x[j]))));
+  for (int g = 0; g < 16; ++g) {
+    int s = 0;
+    for (int k = 0; k < 16; ++k) s += b[0].qs[g * 16 + k];
+    EXPECT_EQ(b[0].bsums[g], s);
+  }
+  EXPECT_EQ(b[1].d, 0.0f);
+  for (int j = 0; j < 256; ++j) EXPECT_EQ(b[1].qs[j], 0);
+}
+
+TEST(Quant, DenseActivationsAreRounded) {
+  const auto x = random_activations(40, 13);
+  ActivationBuffer f16, bf16, f32;
+  quantize_activations(GgmlType::F16, x.data(), 40, f16);
+  quantize_activations(GgmlType::BF16, x.data(), 40, bf16);
+  quantize_activations(GgmlType::F32, x.data(), 40, f32);
+  EXPECT_EQ(f16.vec_dot_type, GgmlType::F16);
+  EXPECT_EQ(bf16.vec_dot_type, GgmlType::BF16);
+  const auto* h = reinterpret_cast<const uint16_t*>(f16.bytes.data());
+  const auto* bh = reinterpret_cast<const uint16_t*>(bf16.bytes.data());
+  for (int i = 0; i < 40; ++i) {
+    EXPECT_EQ(h[i], fp32_to_fp16(x[i]));
+    EXPECT_EQ(bh[i], fp32_to_bf16(x[i]));
+  }
+  EXPECT_EQ(std::memcmp(f32.bytes.data(), x.data(), 40 * sizeof(float)), 0);
+}
+
+TEST(Quant, QuantizeActivationsReusesCapacity) {
+  const auto x = random_activations(512, 14);
+  ActivationBuffer act;
+  quantize_activations(GgmlType::Q4_K, x.data(), 512, act);
+  const uint8_t* p = act.bytes.data();
+  quantize_activations(GgmlType::Q4_K, x.data(), 256, act);
+  quantize_activations(GgmlType::Q4_K, x.data(), 512, act);
+  EXPECT_EQ(act.bytes.data(), p);
+  EXPECT_EQ(act.n, 512);
+}
+
+// ---- dot products ----
+
+// vec_dot against a float64 dot of the dequantized weights and the converted activations.
+TEST(Quant, VecDotMatchesFloat64Reference) {
+  for (GgmlType type : kWeightTypes) {
+    const TensorInfo* t = tensor_of_type(type);
+    ASSERT_NE(t, nullptr);
+    const int64_t n = t->ne[0];
+    const auto x = random_activations(n, 21, 0.3f);
+    for (KernelIsa isa : available_isas()) {
+      SCOPED_TRACE(std::string(ggml_type_name(type)) + " " + kernel_isa_name(isa));
+      const QuantKernels& k = quant_kernels(isa);
+      ActivationBuffer act;
+      k.quantize_activations(type, x.data(), n, act);
+      const std::vector<double> a = activation_values(act);
+      std::vector<float> w(static_cast<size_t>(n));
+      for (int64_t r = 0; r < std::min<int64_t>(t->rows(), 64); ++r) {
+        const uint8_t* row = t->data + static_cast<size_t>(r) * t->row_bytes();
+        k.dequantize_row(type, row, w.data(), n);
+        double exact = 0, mag = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          exact += w[i] * a[i];
+          mag += std::fabs(w[i] * a[i]);
+        }
+        const float got = k.vec_dot(type, row, act);
+        ASSERT_NEAR(got, exact, 2e-6 * mag + 1e-12) << "row " << r;
+      }
+    }
+  }
+}
+
+// The quantized path approximates the f32 product: a sanity bound on the activation error.
+TEST(Quant, QuantizedActivationsApproximateF32) {
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+    const TensorInfo* t = tensor_of_type(type);
+    ASSERT_NE(t, nullptr);
+    const int64_t n = t->ne[0];
+    const auto x = random_activations(n, 22);
+    ActivationBuffer act;
+    quantize_activations(type, x.data(), n, act);
+    std::vector<float> w(static_cast<size_t>(n));
+    dequantize_row(type, t->data, w.data(), n);
+    double exact = 0, mag = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      exact += static_cast<double>(w[i]) * x[i];
+      mag += std::fabs(static_cast<double>(w[i]) * x[i]);
+    }
+    EXPECT_NEAR(vec_dot(type, t->data, act), exact, 0.02 * mag) << ggml_type_name(type);
+  }
+}
+
+TEST(Quant, MatvecEqualsVecDotPerRow) {
+  for (GgmlType type : kWeightTypes) {
+    const TensorInfo* t = tensor_of_type(type);
+    ASSERT_NE(t, nullptr);
+    const int64_t n = t->ne[0];
+    const auto x = random_activations(n, 23);
+    ActivationBuffer act;
+    quantize_activations(type, x.data(), n, act);
+    const int64_t r0 = 3, r1 = std::min<int64_t>(t->rows(), 40);
+    std::vector<float> y(static_cast<size_t>(r1 - r0), -1.0f);
+    matvec(type, t->data, n, r0, r1, act, y.data());
+    for (int64_t r = r0; r < r1; ++r)
+      EXPECT_EQ(y[r - r0], vec_dot(type, t->data + static_cast<size_t>(r) * t->row_bytes(), act))
+          << ggml_type_name(type) << " row " << r;
+  }
+}
+
+// ---- AVX2 vs portable ----
+
+// Random but well-formed blocks: scales are finite and moderate.
+std::vector<uint8_t> random_row(GgmlType type, int64_t n, std::mt19937& rng) {
+  std::vector<uint8_t> bytes(ggml_row_bytes(type, n));
+  for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
+  std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
+  const int64_t nb = n / ggml_block_size(type);
+  auto set_half = [&](size_t off, float v) {
+    const uint16_t h = fp32_to_fp16(v);
+    std::memcpy(bytes.data() + off, &h, 2);
+  };
+  for (int64_t i = 0; i < nb; ++i) {
+    const size_t base = static_cast<size_t>(i) * ggml_block_bytes(type);
+    switch (type) {
+      case GgmlType::Q4_0:
+      case GgmlType::Q8_0: set_half(base, scale(rng)); break;
+      case GgmlType::Q4_K:
+        set_half(base, std::fabs(scale(rng)));
+        set_half(base + 2, std::fabs(scale(rng)));
+        break;
+      case GgmlType::Q6_K: set_half(base + 208, scale(rng)); break;
+      case GgmlType::F16: set_half(base, scale(rng) * 20); break;
+      case GgmlType::BF16: {
+        const uint16_t h = fp32_to_bf16(scale(rng) * 20);
+        std::memcpy(bytes.data() + base, &h, 2);
+        break;
+      }
+      case GgmlType::F32: {
+        const float v = scale(rng) * 20;
+        std::memcpy(bytes.data() + base, &v, 4);
+        break;
+      }
+      default: break;
+    }
+  }
+  return bytes;
+}
+
+TEST(Quant, Avx2AgreesWithPortable) {
+  if (!kernel_isa_available(KernelIsa::Avx2)) GTEST_SKIP() << "CPU cannot run the AVX2 kernels";
+  EXPECT_EQ(active_kernel_isa(), KernelIsa::Avx2);
+  const QuantKernels& p = quant_kernels(KernelIsa::Portable);
+  const QuantKernels& v = quant_kernels(KernelIsa::Avx2);
+  std::mt19937 rng(99);
+  for (GgmlType type : kWeightTypes) {
+    const int64_t bs = ggml_block_size(type);
+    for (int64_t n : std::vector<int64_t>{bs, 4 * bs, 2048 + (bs == 1 ? 13 : 0)}) {
+      if (n % bs != 0) continue;
+      SCOPED_TRACE(std::string(ggml_type_name(type)) + " n=" + std::to_string(n));
+      const int64_t rows = 7;
+      std::vector<uint8_t> w;
+      for (int r = 0; r < rows; ++r) {
+        auto row = random_row(type, n, rng);
+        w.insert(w.end(), row.begin(), row.end());
+      }
+      const auto x = random_activations(n, static_cast<uint32_t>(n), 0.7f);
+      ActivationBuffer ap, av;
+      p.quantize_activations(type, x.data(), n, ap);
+      v.quantize_activations(type, x.data(), n, av);
+      ASSERT_EQ(ap.vec_dot_type, av.vec_dot_type);
+      ASSERT_EQ(ap.bytes, av.bytes) << "activation conversion differs";
+
+      std::vector<float> dp(static_cast<size_t>(n)), dv(static_cast<size_t>(n));
+      p.dequantize_row(type, w.data(), dp.data(), n);
+      v.dequantize_row(type, w.data(), dv.data(), n);
+      ASSERT_EQ(std::memcmp(dp.data(), dv.data(), dp.size() * 4), 0) << "dequantization differs";
+
+      std::vector<float> yp(rows), yv(rows);
+      p.matvec(type, w.data(), n, 0, rows, ap, yp.data());
+      v.matvec(type, w.data(), n, 0, rows, av, yv.data());
+      const std::vector<double> a = activation_values(ap);
+      for (int64_t r = 0; r < rows; ++r) {
+        p.dequantize_row(type, w.data() + static_cast<size_t>(r) * ggml_row_bytes(type, n), dp.data(), n);
+        double mag = 0;
+        for (int64_t i = 0; i < n; ++i) mag += std::fabs(dp[i] * a[i]);
+        if (type == GgmlType::Q4_K || type == GgmlType::Q6_K) {
+          EXPECT_EQ(yp[r], yv[r]) << "row " << r;  // exact integer sums, same f32 combination
+        } else {
+          EXPECT_NEAR(yp[r], yv[r], 2e-6 * mag + 1e-12) << "row " << r;
+        }
+      }
+    }
+  }
+}
+
+TEST(Quant, Avx2AgreesWithPortableOnReferenceTensors) {
+  if (!kernel_isa_available(KernelIsa::Avx2)) GTEST_SKIP() << "CPU cannot run the AVX2 kernels";
+  for (GgmlType type : kWeightTypes) {
+    const TensorInfo* t = tensor_of_type(type);
+    ASSERT_NE(t, nullptr);
+    const int64_t n = t->ne[0];
+    const auto x = random_activations(n, 31);
+    ActivationBuffer act;
+    quant_kernels(KernelIsa::Portable).quantize_activations(type, x.data(), n, act);
+    std::vector<float> yp(static_cast<size_t>(t->rows())), yv(static_cast<size_t>(t->rows()));
+    quant_kernels(KernelIsa::Portable).matvec(type, t->data, n, 0, t->rows(), act, yp.data());
+    quant_kernels(KernelIsa::Avx2).matvec(type, t->data, n, 0, t->rows(), act, yv.data());
+    double max_rel = 0;
+    for (size_t r = 0; r < yp.size(); ++r)
+      max_rel = std::max(max_rel, std::fabs(yp[r] - yv[r]) / (std::fabs(yp[r]) + 1e-3));
+    EXPECT_LT(max_rel, 1e-4) << ggml_type_name(type);
+  }
+}
+
+}  // namespace
+}  // namespace kakeya::engine
