@@ -257,7 +257,8 @@ void Process::io_loop() {
     if (!leader_done) {
       int status = 0;
       const pid_t r = ::waitpid(pid_, &status, WNOHANG);
-      if (r == pid_) {
+      // ECHILD: someone else reaped the leader (a foreign waitpid(-1)); its status is lost.
+      if (r == pid_ || (r < 0 && errno == ECHILD)) {
         leader_done = true;
         result_.seconds = std::chrono::duration<double>(now - started_at_).count();
         if (WIFEXITED(status)) result_.exit_code = WEXITSTATUS(status);
