@@ -1,0 +1,103 @@
+#include "engine/report.h"
+
+#include <algorithm>
+#include <ctime>
+#include <fstream>
+#include <numeric>
+#include <system_error>
+
+#include "bridge/version.h"
+#include "engine/env_probe.h"
+#include "engine/quant.h"
+
+namespace kakeya::engine {
+
+nlohmann::json model_provenance(const LlamaModel& model) {
+  const LlamaHparams& hp = model.hparams();
+  nlohmann::json types = nlohmann::json::object();
+  for (const auto& [name, count] : model.tensor_type_counts()) types[name] = count;
+  return {{"path", model.path()},
+          {"sha256", model.gguf().sha256()},
+          {"file_size_bytes", model.gguf().file_size()},
+          {"architecture", hp.architecture},
+          {"hparams",
+           {{"n_vocab", hp.n_vocab},
+            {"n_ctx_train", hp.n_ctx_train},
+            {"n_embd", hp.n_embd},
+            {"n_ff", hp.n_ff},
+            {"n_layer", hp.n_layer},
+            {"n_head", hp.n_head},
+            {"n_head_kv", hp.n_head_kv},
+            {"head_dim", hp.head_dim},
+            {"rope_dim", hp.rope_dim},
+            {"rope_freq_base", hp.rope_freq_base},
+            {"rms_eps", hp.rms_eps}}},
+          {"tensor_types", types},
+          {"output_tied", model.weights().output_tied},
+          {"synthetic", model.synthetic()}};
+}
+
+nlohmann::json engine_info(int n_threads) {
+  return {{"version", engine_version()},
+          {"build", build_info()},
+          {"backend", "cpu"},
+          {"threads", n_threads},
+          {"kernel_isa", kernel_isa_name(active_kernel_isa())},
+          {"blas", "openblas"}};
+}
+
+nlohmann::json env_summary() {
+  const nlohmann::json b = probe_build();
+  return {{"cpu", probe_cpu()},
+          {"memory", probe_memory()},
+          {"openblas", probe_openblas()},
+          {"os", b["os"]}};
+}
+
+std::string utc_now_rfc3339() {
+  char buf[32];
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+SampleStats summarize(std::vector<double> v) {
+  SampleStats s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.n = v.size();
+  s.min = v.front();
+  s.max = v.back();
+  s.median = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  s.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+  return s;
+}
+
+nlohmann::json to_json(const SampleStats& s) {
+  return {{"n", s.n}, {"median", s.median}, {"min", s.min}, {"max", s.max}, {"mean", s.mean}};
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+Status write_report(const std::filesystem::path& dir, const nlohmann::json& report) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return make_error("io", "cannot create " + dir.string() + ": " + ec.message());
+  const auto final_path = dir / "report.json";
+  const auto tmp = dir / "report.json.tmp";
+  {
+    std::ofstream out(tmp);
+    if (!out) return make_error("io", "cannot write " + tmp.string());
+    out << report.dump(2) << "\n";
+    if (!out) return make_error("io", "write failed: " + tmp.string());
+  }
+  std::filesystem::rename(tmp, final_path, ec);
+  if (ec) return make_error("io", "cannot rename to " + final_path.string() + ": " + ec.message());
+  return ok_status();
+}
+
+}  // namespace kakeya::engine

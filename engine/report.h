@@ -1,0 +1,48 @@
+#pragma once
+// Helpers shared by the engine's JSON reports: provenance (model, engine), environment,
+// timing statistics and writing DIR/report.json.
+//
+// Every report carries `model` {path, sha256, file_size_bytes, architecture, hparams,
+// tensor_types, synthetic} and `engine` {version, build, backend, threads, kernel_isa}: the
+// evidence gate's PROVENANCE rule needs the sha256 and the engine version.
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bridge/result.h"
+#include "engine/model.h"
+
+namespace kakeya::engine {
+
+// {path, sha256 (of the whole file), file_size_bytes, architecture, hparams{...},
+//  tensor_types {"q4_0": 155, "f32": 45}, synthetic (kakeya.synthetic metadata)}.
+nlohmann::json model_provenance(const LlamaModel& model);
+
+// {version, build, backend: "cpu", threads, kernel_isa ("avx2"/"portable"), blas: "openblas"}.
+nlohmann::json engine_info(int n_threads);
+
+// {cpu, memory, openblas, os} read from the machine (env_probe); no Vulkan probe.
+nlohmann::json env_summary();
+
+// UTC now as RFC 3339, e.g. "2025-02-20T12:34:56Z".
+std::string utc_now_rfc3339();
+
+// Order statistics of a sample (seconds, tokens/s, ...). Empty input → all zero, n = 0.
+struct SampleStats {
+  size_t n = 0;
+  double median = 0, min = 0, max = 0, mean = 0;
+};
+SampleStats summarize(std::vector<double> values);
+nlohmann::json to_json(const SampleStats& s);
+
+// Seconds elapsed on the steady clock since `start`.
+double seconds_since(std::chrono::steady_clock::time_point start);
+
+// Writes `report` (pretty, 2-space indent) to dir/report.json, creating dir; written to a
+// temporary file and renamed, so a reader never sees half a report. Errors: "io".
+Status write_report(const std::filesystem::path& dir, const nlohmann::json& report);
+
+}  // namespace kakeya::engine
