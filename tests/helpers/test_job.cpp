@@ -30,15 +30,16 @@ void append_line(const char* path, const std::string& line) {
 
 int main(int argc, char** argv) {
   int sleep_ms = 0, exit_code = 0, lines = 1;
-  std::string out_file, grandchild_pid_file, report_kind, print_env;
+  std::string out_dir, grandchild_pid_file, print_env;
+  bool grandchild = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
     if (a == "--sleep-ms") sleep_ms = std::atoi(next().c_str());
     else if (a == "--exit") exit_code = std::atoi(next().c_str());
     else if (a == "--lines") lines = std::atoi(next().c_str());
-    else if (a == "--out-file") out_file = next();
-    else if (a == "--grandchild-pid-file") grandchild_pid_file = next();
+    else if (a == "--out-dir") out_dir = next();
+    else if (a == "--grandchild") grandchild = true;
     else if (a == "--print-env") print_env = next();
     else if (a == "--echo") std::cout << "echo: [" << next() << "]" << std::endl;
     else {
@@ -56,7 +57,8 @@ int main(int argc, char** argv) {
     const char* v = std::getenv(print_env.c_str());
     std::cout << "env " << print_env << "=" << (v ? v : "<unset>") << std::endl;
   }
-  if (!grandchild_pid_file.empty()) {
+  if (grandchild && !out_dir.empty()) {
+    grandchild_pid_file = out_dir + "/grandchild.pid";
     const pid_t pid = ::fork();
     if (pid == 0) {
       ::signal(SIGTERM, SIG_IGN);
@@ -65,8 +67,8 @@ int main(int argc, char** argv) {
     std::ofstream(grandchild_pid_file) << pid << "\n";
   }
   for (int i = 0; i < lines; ++i) std::cout << "line " << i << " of job " << (nonce ? nonce : "?") << std::endl;
-  if (!out_file.empty()) {
-    std::ofstream(out_file) << R"({"kind":"test-job","nonce":")" << (nonce ? nonce : "") << "\"}\n";
+  if (!out_dir.empty()) {
+    std::ofstream(out_dir + "/result.json") << R"({"kind":"test-job","nonce":")" << (nonce ? nonce : "") << "\"}\n";
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
   std::cout << "done" << std::endl;

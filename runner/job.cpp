@@ -1,0 +1,406 @@
+#include "runner/job.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <thread>
+
+#include "bridge/branch.h"
+#include "bridge/gate.h"
+#include "bridge/layout.h"
+#include "bridge/version.h"
+#include "runner/job_log.h"
+#include "runner/process.h"
+#include "runner/publish.h"
+
+namespace kakeya::runner {
+
+namespace fs = std::filesystem;
+using bridge::RunState;
+
+namespace {
+
+constexpr size_t kHeartbeatTailBytes = 2048;
+constexpr double kPublishRetryS = 120;  // then the result is spooled and retried every poll
+constexpr uintmax_t kMaxResultBytes = 16u << 20;  // larger declared outputs are listed, not committed
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+fs::path self_exe_dir() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path() : exe.parent_path();
+}
+
+// Values of the configured secret environment names, plus the git token, for redaction.
+std::vector<std::string> secret_values(const RunnerConfig& cfg) {
+  std::vector<std::string> out;
+  for (const auto& name : cfg.secret_env) {
+    if (const char* v = std::getenv(name.c_str()); v != nullptr && *v != '\0') out.emplace_back(v);
+  }
+  for (const char* name : {"KAKEYA_GIT_TOKEN", "KAKEYA_GIT_PASSWORD"}) {
+    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') out.emplace_back(v);
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* to_string(JobEnd e) {
+  switch (e) {
+    case JobEnd::ClaimLost: return "claim_lost";
+    case JobEnd::Published: return "published";
+    case JobEnd::Fenced: return "fenced";
+    case JobEnd::Spooled: return "spooled";
+    case JobEnd::Gone: return "gone";
+  }
+  return "unknown";
+}
+
+bridge::CommitAuthor runner_author(const RunnerConfig& cfg) {
+  return bridge::CommitAuthor{cfg.identity.name, cfg.identity.email};
+}
+
+Job::Job(const RunnerConfig& cfg, JobRequest req, std::unique_ptr<bridge::GitBus> bus, fs::path job_dir,
+         fs::path spool_dir)
+    : cfg_(cfg), req_(std::move(req)), bus_(std::move(bus)), dir_(std::move(job_dir)),
+      spool_dir_(std::move(spool_dir)) {}
+
+void Job::cancel(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(cancel_mu_);
+  cancel_reason_ = reason;
+  cancel_requested_ = true;
+}
+
+// Pushes `st` as the new status on top of tip_ (CAS). Returns false if the CAS was lost or the
+// push failed; tip_ and status_ are updated on success.
+bool Job::push_status(bridge::RunStatus st, const std::string& what) {
+  st.updated_at = bridge::now_rfc3339();
+  auto commit = make_runner_commit(*bus_, tip_, {status_change(st)}, what, runner_author(cfg_));
+  if (!commit.ok()) {
+    spdlog::warn("{}: cannot build {} commit: {}", ref(), what, commit.error().str());
+    return false;
+  }
+  auto pushed = bus_->push_cas(ref(), commit.value(), tip_);
+  if (!pushed.ok()) {
+    spdlog::warn("{}: {} push failed: {}", ref(), what, pushed.error().str());
+    return false;
+  }
+  if (pushed.value() != bridge::PushOutcome::Won) return false;
+  tip_ = commit.value();
+  status_ = std::move(st);
+  return true;
+}
+
+JobEnd Job::run() {
+  tip_ = req_.view.tip;
+  const auto& preset = *req_.preset;
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+
+  // 1. Claim by compare-and-swap on the observed tip.
+  bridge::RunStatus claim;
+  claim.state = RunState::Claimed;
+  claim.runner_id = cfg_.runner_id;
+  claim.labels = cfg_.labels;
+  claim.claim_gen = req_.claim_gen;
+  claim.attempt = req_.attempt;
+  claim.reason = req_.takeover_note.empty() ? "claimed by " + cfg_.runner_id : req_.takeover_note;
+  if (!push_status(claim, "claim " + preset.name + " (gen " + std::to_string(req_.claim_gen) + ")")) {
+    spdlog::info("{}: claim lost", ref());
+    return JobEnd::ClaimLost;
+  }
+  spdlog::info("{}: claimed (gen {}, attempt {})", ref(), req_.claim_gen, req_.attempt);
+
+  // 2. Prepare: validate again against the installed catalog, resolve models and argv.
+  const fs::path out_dir = dir_ / "out";
+  fs::remove_all(out_dir, ec);
+  fs::create_directories(out_dir, ec);
+  std::string prep_error;
+  std::vector<std::string> argv;
+  auto params = bridge::validate_params(preset, req_.params);
+  if (!params.ok()) prep_error = "invalid params: " + params.error().message;
+  bridge::ArgvContext actx;
+  if (prep_error.empty()) {
+    actx.params = &params.value();
+    actx.out_dir = out_dir.string();
+    for (const auto& name : preset.env) {
+      if (const char* v = std::getenv(name.c_str()); v != nullptr) actx.env[name] = v;
+    }
+    for (const auto& role : preset.models) {
+      auto p = resolve_model(cfg_, role);
+      if (!p.ok()) {
+        prep_error = p.error().message;
+        break;
+      }
+      actx.models[role] = p.value().string();
+    }
+  }
+  if (prep_error.empty()) {
+    auto resolved = bridge::resolve_argv(preset, actx);
+    if (resolved.ok()) {
+      argv = std::move(resolved).value();
+    } else {
+      prep_error = resolved.error().message;
+    }
+  }
+  if (prep_error.empty() && argv[0].find('/') == std::string::npos) {
+    std::vector<fs::path> dirs = cfg_.tool_dirs;
+    dirs.push_back(self_exe_dir());
+    auto prog = resolve_program(argv[0], dirs);
+    if (prog.ok()) {
+      argv[0] = prog.value().string();
+    } else {
+      prep_error = prog.error().message;
+    }
+  }
+  if (!prep_error.empty()) {
+    return finish(RunState::InfraError, "runner could not prepare the job: " + prep_error,
+                  {{"argv", nlohmann::json::array()}}, "");
+  }
+
+  // 3. Announce `running` BEFORE the command starts: from here on a takeover must assume the
+  //    command may have run (re-run only if the preset is idempotent).
+  bridge::RunStatus running = status_;
+  running.state = RunState::Running;
+  running.started_at = bridge::now_rfc3339();
+  running.heartbeat_seq = 1;
+  running.reason = "running";
+  if (!push_status(running, "running " + preset.name)) {
+    auto view = fetch_branch_view(*bus_, ref());
+    if (view.ok() && view->cancel_requested && view->status && view->status->claim_gen == req_.claim_gen) {
+      tip_ = view->tip;
+      return finish(RunState::Cancelled, "cancelled by client before the command started", {{"argv", argv}}, "");
+    }
+    spdlog::warn("{}: lost the branch before starting; not running", ref());
+    return JobEnd::Fenced;
+  }
+
+  // 4. Execute: argv only, own process group, allow-listed environment, timeout enforced.
+  auto log = JobLog::create(dir_ / "job.log", cfg_.log_cap_bytes, secret_values(cfg_));
+  if (!log.ok()) {
+    return finish(RunState::InfraError, "cannot create job log: " + log.error().message, {{"argv", argv}}, "");
+  }
+  JobLog& jl = log.value();
+  const std::string started_at = status_.started_at;
+  ProcessSpec spec;
+  spec.argv = argv;
+  spec.env = build_job_environment(preset.env, {{"KAKEYA_OUT", out_dir.string()},
+                                                {"KAKEYA_RUN_BRANCH", std::string(bridge::strip_heads_prefix(ref()))},
+                                                {"KAKEYA_RUNNER_ID", cfg_.runner_id},
+                                                {"KAKEYA_PRESET", preset.name},
+                                                {"KAKEYA_NONCE", req_.manifest.nonce},
+                                                {"KAKEYA_ATTEMPT", std::to_string(req_.attempt)}});
+  spec.cwd = dir_;
+  spec.timeout_s = static_cast<double>(preset.timeout_s);
+  spec.kill_grace_s = cfg_.kill_grace_s;
+  auto proc = Process::spawn(spec, [&jl](int, std::string_view data) { jl.write(data); });
+  if (!proc.ok()) {
+    jl.close();
+    return finish(RunState::Failed, "spawn failed: " + proc.error().message, {{"argv", argv}},
+                  read_file(jl.path()));
+  }
+  command_started_ = true;
+  Process& p = *proc.value();
+  std::promise<ProcessResult> done;
+  auto done_f = done.get_future();
+  std::thread waiter([&p, &done] { done.set_value(p.wait()); });
+
+  // 5. Heartbeats until the process ends; watch for client cancel and fencing.
+  bool fenced = false;
+  std::string cancel_reason;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto next_beat = t0 + std::chrono::duration<double>(cfg_.heartbeat_s);
+  while (done_f.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
+    if (cancel_requested_ && cancel_reason.empty()) {
+      std::lock_guard<std::mutex> lock(cancel_mu_);
+      cancel_reason = cancel_reason_;
+      p.cancel();
+    }
+    if (std::chrono::steady_clock::now() < next_beat || !cancel_reason.empty()) continue;
+    next_beat += std::chrono::duration<double>(cfg_.heartbeat_s);
+    bridge::RunStatus beat = status_;
+    beat.heartbeat_seq += 1;
+    beat.log_tail = jl.tail(kHeartbeatTailBytes);
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    beat.progress = {{"elapsed_s", elapsed}, {"log_bytes", jl.bytes_written()},
+                     {"timeout_s", preset.timeout_s}};
+    if (push_status(beat, "heartbeat " + std::to_string(beat.heartbeat_seq))) continue;
+    // Rejected (or failed) heartbeat: refetch and find out why.
+    auto view = fetch_branch_view(*bus_, ref());
+    if (!view.ok()) {
+      spdlog::warn("{}: heartbeat refetch failed: {}", ref(), view.error().str());
+      continue;  // network trouble: keep running, try again next beat
+    }
+    const auto& st = view->status;
+    if (!st || st->claim_gen != req_.claim_gen || st->runner_id != cfg_.runner_id) {
+      spdlog::warn("{}: fenced (claim_gen {} by {}), killing the job", ref(), st ? st->claim_gen : 0,
+                   st ? st->runner_id : "?");
+      fenced = true;
+      p.cancel();
+      break;
+    }
+    tip_ = view->tip;  // moved by client commits only
+    if (view->cancel_requested) {
+      cancel_reason = "cancelled by client";
+      p.cancel();
+    }
+  }
+  ProcessResult result = done_f.get();
+  waiter.join();
+  jl.close();
+  if (fenced) return JobEnd::Fenced;
+
+  // A cancel that arrived while we were not heartbeating is still honoured.
+  if (cancel_reason.empty() && cancel_requested_) {
+    std::lock_guard<std::mutex> lock(cancel_mu_);
+    cancel_reason = cancel_reason_;
+  }
+
+  // 6. Results, gate verdict, summary.
+  nlohmann::json extra;
+  extra["argv"] = argv;
+  extra["exit_code"] = result.exit_code;
+  extra["term_signal"] = result.term_signal;
+  extra["seconds"] = result.seconds;
+  extra["started_at"] = started_at;
+  extra["log"] = {{"bytes_written", jl.bytes_written()}, {"bytes_dropped", jl.bytes_dropped()},
+                  {"truncated", jl.truncated()}, {"cap_bytes", cfg_.log_cap_bytes}};
+  RunState state;
+  std::string reason;
+  if (!result.started) {
+    state = RunState::Failed;
+    reason = "spawn failed: " + result.spawn_error;
+  } else if (!cancel_reason.empty() || result.cancelled) {
+    state = RunState::Cancelled;
+    reason = cancel_reason.empty() ? "cancelled" : cancel_reason;
+  } else if (result.timed_out) {
+    state = RunState::Timeout;
+    reason = "exceeded timeout_s=" + std::to_string(preset.timeout_s) + "; process group terminated";
+  } else if (result.exit_code == 0) {
+    state = RunState::Succeeded;
+    reason = "exit code 0";
+  } else {
+    state = RunState::Failed;
+    reason = result.term_signal != 0 ? "killed by signal " + std::to_string(result.term_signal)
+                                     : "exit code " + std::to_string(result.exit_code);
+  }
+  return finish(state, reason, extra, read_file(jl.path()));
+}
+
+JobEnd Job::finish(RunState state, const std::string& reason, const nlohmann::json& summary_extra,
+                   const std::string& log_text) {
+  const auto& preset = *req_.preset;
+  const fs::path out_dir = dir_ / "out";
+  std::vector<bridge::FileChange> changes;
+
+  // Declared outputs only: nothing else under ${OUT} is committed.
+  nlohmann::json outputs = nlohmann::json::array();
+  nlohmann::json missing = nlohmann::json::array();
+  for (const auto& rel : preset.outputs) {
+    const fs::path f = out_dir / rel;
+    std::error_code ec;
+    if (!fs::is_regular_file(f, ec)) {
+      missing.push_back(rel);
+      continue;
+    }
+    const auto size = fs::file_size(f, ec);
+    const bool committed = size <= kMaxResultBytes;
+    outputs.push_back({{"path", rel}, {"bytes", size}, {"committed", committed}});
+    if (committed) changes.push_back({std::string(bridge::kResultsDir) + rel, read_file(f)});
+  }
+
+  // Evidence gate over the declared reports (only when the command itself succeeded).
+  nlohmann::json gate{{"passed", true}, {"reports", nlohmann::json::object()}};
+  if (preset.gate.empty()) gate["note"] = "preset declares no evidence rules";
+  if (state == RunState::Succeeded) {
+    for (const auto& [rel, rules] : preset.gate) {
+      nlohmann::json verdict;
+      std::error_code ec;
+      const fs::path f = out_dir / rel;
+      if (!fs::is_regular_file(f, ec)) {
+        verdict = {{"passed", false},
+                   {"evidence_violations", {{{"code", "REPORT_MISSING"}, {"message", "declared report " + rel + " was not written"}, {"path", rel}}}}};
+      } else {
+        auto parsed = nlohmann::json::parse(read_file(f), nullptr, false);
+        if (parsed.is_discarded()) {
+          verdict = {{"passed", false},
+                     {"evidence_violations", {{{"code", "REPORT_INVALID"}, {"message", "report " + rel + " is not valid JSON"}, {"path", rel}}}}};
+        } else {
+          verdict = bridge::evaluate_gate(parsed, rules).to_json();
+        }
+      }
+      if (!verdict.value("passed", false)) gate["passed"] = false;
+      gate["reports"][rel] = verdict;
+    }
+    if (!gate["passed"].get<bool>()) state = RunState::GateFailed;
+  } else if (!preset.gate.empty()) {
+    gate["passed"] = nullptr;
+    gate["note"] = "not evaluated: the command did not succeed";
+  }
+
+  bridge::RunStatus st = status_;
+  st.state = state;
+  st.reason = state == RunState::GateFailed ? "evidence gate failed (see gate.json)" : reason;
+  st.updated_at = bridge::now_rfc3339();
+  st.log_tail = log_text.size() > kHeartbeatTailBytes ? log_text.substr(log_text.size() - kHeartbeatTailBytes)
+                                                      : log_text;
+
+  nlohmann::json summary = summary_extra;
+  summary["schema_version"] = 1;
+  summary["state"] = bridge::to_string(state);
+  summary["reason"] = st.reason;
+  summary["preset"] = preset.name;
+  summary["params"] = req_.params;
+  summary["nonce"] = req_.manifest.nonce;
+  summary["runner_id"] = cfg_.runner_id;
+  summary["runner_labels"] = cfg_.labels;
+  summary["claim_gen"] = status_.claim_gen;
+  summary["attempt"] = status_.attempt;
+  summary["request_commit"] = req_.view.tip;
+  summary["engine_version"] = engine_version();
+  summary["finished_at"] = st.updated_at;
+  summary["outputs"] = outputs;
+  summary["missing_outputs"] = missing;
+  summary["gate_passed"] = gate["passed"];
+
+  changes.push_back(status_change(st));
+  changes.push_back({std::string(bridge::kSummaryPath), summary.dump(2) + "\n"});
+  changes.push_back({std::string(bridge::kLogsDir) + "job.log", log_text});
+  changes.push_back({std::string(bridge::kGatePath), gate.dump(2) + "\n"});
+
+  FinalPublish pub;
+  pub.ref = ref();
+  pub.runner_id = cfg_.runner_id;
+  pub.claim_gen = status_.claim_gen;
+  pub.tip = tip_;
+  pub.what = bridge::to_string(state) + std::string(" ") + preset.name;
+  pub.changes = std::move(changes);
+  switch (publish_final(*bus_, pub, runner_author(cfg_), kPublishRetryS)) {
+    case PublishOutcome::Published:
+      spdlog::info("{}: published {} ({})", ref(), bridge::to_string(state), st.reason);
+      return JobEnd::Published;
+    case PublishOutcome::Fenced:
+      return JobEnd::Fenced;
+    case PublishOutcome::Gone:
+      return JobEnd::Gone;
+    case PublishOutcome::RetryLater:
+      break;
+  }
+  auto spooled = spool_write(spool_dir_, pub);
+  if (!spooled.ok()) spdlog::error("{}: cannot spool result: {}", ref(), spooled.error().str());
+  spdlog::warn("{}: remote unreachable; result spooled in {}", ref(), spool_dir_.string());
+  return JobEnd::Spooled;
+}
+
+}  // namespace kakeya::runner
