@@ -10,6 +10,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   kakeya::engine::cmd::add_env_probe(app, exit_code);
+  kakeya::engine::cmd::add_generate(app, exit_code);
+  kakeya::engine::cmd::add_ar_bench(app, exit_code);
+  kakeya::engine::cmd::add_synth(app, exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

@@ -1,0 +1,84 @@
+// kakeya-engine synth: write a deterministic random-weight Llama GGUF (see engine/synth.h).
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "engine/cmd/commands.h"
+#include "engine/ggml_types.h"
+#include "engine/synth.h"
+
+namespace kakeya::engine::cmd {
+namespace {
+
+struct SynthArgs {
+  std::string shape = "custom";
+  int64_t n_embd = 0, n_ff = 0, n_layer = 0, n_head = 0, n_head_kv = 0, n_vocab = 0, n_ctx = 0;
+  std::string type = "f32";
+  uint64_t seed = 0;
+  std::string out;
+  std::string vocab_from = "models/stories260K-f32.gguf";
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+};
+
+int run_synth(const SynthArgs& a) {
+  auto fail = [](const Error& e) {
+    std::cerr << "synth: " << e.str() << "\n";
+    return 1;
+  };
+  auto shape = synth_shape(a.shape);
+  if (!shape.ok()) return fail(shape.error());
+  const std::pair<int64_t, int64_t*> overrides[] = {
+      {a.n_embd, &shape->n_embd},   {a.n_ff, &shape->n_ff},         {a.n_layer, &shape->n_layer},
+      {a.n_head, &shape->n_head},   {a.n_head_kv, &shape->n_head_kv}, {a.n_vocab, &shape->n_vocab},
+      {a.n_ctx, &shape->n_ctx}};
+  for (const auto& [value, field] : overrides) {
+    if (value == 0) continue;
+    if (a.shape != "custom")
+      return fail(make_error("bad_param", "size overrides (--n-embd ...) need --shape custom, not " + a.shape));
+    *field = value;
+  }
+  auto type = ggml_type_from_name(a.type.c_str());
+  if (!type.ok()) return fail(type.error());
+  SynthOptions o;
+  o.shape = shape.value();
+  o.type = type.value();
+  o.seed = a.seed;
+  o.vocab_source = a.vocab_from;
+  o.n_threads = a.threads;
+  if (Status st = write_synth_model(o, a.out); !st.ok()) return fail(st.error());
+  std::error_code ec;
+  std::cout << "synth: wrote " << a.out << " (" << std::filesystem::file_size(a.out, ec) << " bytes, "
+            << o.shape.name << ", " << ggml_type_name(o.type) << ", seed " << o.seed << ")\n";
+  return 0;
+}
+
+}  // namespace
+
+void add_synth(CLI::App& app, int& exit_code) {
+  auto* sub = app.add_subcommand("synth", "Write a deterministic random-weight Llama GGUF (kakeya.synthetic = true)");
+  auto a = std::make_shared<SynthArgs>();
+  sub->add_option("--shape", a->shape, "tinyllama-1.1b, llama-7b or custom")
+      ->check(CLI::IsMember({"tinyllama-1.1b", "llama-7b", "custom"}))
+      ->capture_default_str();
+  sub->add_option("--n-embd", a->n_embd, "custom: embedding width");
+  sub->add_option("--n-ff", a->n_ff, "custom: feed-forward width");
+  sub->add_option("--n-layer", a->n_layer, "custom: layers");
+  sub->add_option("--n-head", a->n_head, "custom: attention heads");
+  sub->add_option("--n-head-kv", a->n_head_kv, "custom: KV heads");
+  sub->add_option("--n-vocab", a->n_vocab, "custom: vocabulary size (512 copies the stories260K vocabulary)");
+  sub->add_option("--n-ctx", a->n_ctx, "custom: context length");
+  sub->add_option("--type", a->type, "Type of every 2-D tensor")
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0"}))
+      ->capture_default_str();
+  sub->add_option("--seed", a->seed, "Random seed")->capture_default_str();
+  sub->add_option("--out", a->out, "Output .gguf file")->required();
+  sub->add_option("--vocab-from", a->vocab_from,
+                  "GGUF whose tokenizer arrays are copied when --n-vocab matches its size")
+      ->capture_default_str();
+  sub->add_option("--threads", a->threads, "CPU threads")->capture_default_str()->check(CLI::Range(1, 1024));
+  sub->callback([a, &exit_code] { exit_code = run_synth(*a); });
+}
+
+}  // namespace kakeya::engine::cmd
