@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "engine/cpu_features.h"
 
@@ -17,7 +18,24 @@ namespace kakeya::engine {
 
 namespace {
 
+// All 65536 half values as f32 (256 KiB, built once), like ggml's ggml_table_f32_f16.
+const float* fp16_table() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(65536);
+    for (uint32_t i = 0; i < 65536; ++i) t[i] = fp16_to_fp32(static_cast<uint16_t>(i));
+    return t;
+  }();
+  return table.data();
+}
+
 inline float h2f(uint16_t h) { return fp16_to_fp32(h); }
+
+inline float bf16_inline(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
 
 // Round half to even for |v| < 2^22 (ggml nearest_int; equals nearbyint in the default mode).
 inline int nearest_int(float v) {
@@ -102,12 +120,13 @@ void portable_dequantize_row(GgmlType type, const void* src, float* dst, int64_t
       return;
     case GgmlType::F16: {
       const auto* s = static_cast<const uint16_t*>(src);
-      for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32(s[i]);
+      const float* table = fp16_table();
+      for (int64_t i = 0; i < n; ++i) dst[i] = table[s[i]];
       return;
     }
     case GgmlType::BF16: {
       const auto* s = static_cast<const uint16_t*>(src);
-      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_fp32(s[i]);
+      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_inline(s[i]);
       return;
     }
     case GgmlType::Q4_0: dequant_q4_0(static_cast<const BlockQ4_0*>(src), dst, n / 32); return;
@@ -184,6 +203,18 @@ float dot_half(const uint16_t* w, const uint16_t* a, int64_t n) {
   float s = 0;
   for (int k = 0; k < 8; ++k) s += acc[k];
   for (; i < n; ++i) s += Conv(w[i]) * Conv(a[i]);
+  return s;
+}
+
+float dot_f16(const uint16_t* w, const uint16_t* a, int64_t n) {
+  const float* t = fp16_table();
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) acc[k] += t[w[i + k]] * t[a[i + k]];
+  float s = 0;
+  for (int k = 0; k < 8; ++k) s += acc[k];
+  for (; i < n; ++i) s += t[w[i]] * t[a[i]];
   return s;
 }
 
@@ -276,9 +307,9 @@ float portable_vec_dot(GgmlType type, const void* row, const ActivationBuffer& a
   switch (type) {
     case GgmlType::F32: return dot_f32(static_cast<const float*>(row), static_cast<const float*>(a), n);
     case GgmlType::F16:
-      return dot_half<fp16_to_fp32>(static_cast<const uint16_t*>(row), static_cast<const uint16_t*>(a), n);
+      return dot_f16(static_cast<const uint16_t*>(row), static_cast<const uint16_t*>(a), n);
     case GgmlType::BF16:
-      return dot_half<bf16_to_fp32>(static_cast<const uint16_t*>(row), static_cast<const uint16_t*>(a), n);
+      return dot_half<bf16_inline>(static_cast<const uint16_t*>(row), static_cast<const uint16_t*>(a), n);
     case GgmlType::Q8_0:
       return dot_q8_0(static_cast<const BlockQ8_0*>(row), static_cast<const BlockQ8_0*>(a), n / 32);
     case GgmlType::Q4_0:

@@ -107,14 +107,36 @@ float dot_q4_0(const BlockQ4_0* x, const BlockQ8_0* y, int64_t nb) {
 
 // ---- K-quants against Q8_K activations (bit-identical to the portable kernels) ----
 
+// Unpacks the 12 Q4_K scale bytes into 8 scales (sc) and 8 mins (mn), all 6-bit: the same
+// mapping as q4k_scale_min, done on 32-bit words.
+inline void q4k_unpack_scales(const uint8_t* packed, uint8_t sc[8], uint8_t mn[8]) {
+  constexpr uint32_t k6 = 0x3F3F3F3Fu, k4 = 0x0F0F0F0Fu, k2 = 0x03030303u;
+  uint32_t w[3];
+  std::memcpy(w, packed, 12);
+  const uint32_t s_lo = w[0] & k6;                                   // scales 0..3
+  const uint32_t m_lo = w[1] & k6;                                   // mins 0..3
+  const uint32_t s_hi = (w[2] & k4) | (((w[0] >> 6) & k2) << 4);     // scales 4..7
+  const uint32_t m_hi = ((w[2] >> 4) & k4) | (((w[1] >> 6) & k2) << 4);  // mins 4..7
+  std::memcpy(sc, &s_lo, 4);
+  std::memcpy(sc + 4, &s_hi, 4);
+  std::memcpy(mn, &m_lo, 4);
+  std::memcpy(mn + 4, &m_hi, 4);
+}
+
 float dot_q4_k(const BlockQ4_K* x, const BlockQ8_K* y, int64_t nb) {
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   float s = 0;
   for (int64_t i = 0; i < nb; ++i) {
-    uint8_t sc[8], mn[8];
-    for (int j = 0; j < 8; ++j) q4k_scale_min(j, x[i].scales, &sc[j], &mn[j]);
-    int32_t sum_m = 0;
-    for (int j = 0; j < 8; ++j) sum_m += mn[j] * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
+    alignas(8) uint8_t sc[8], mn[8];
+    q4k_unpack_scales(x[i].scales, sc, mn);
+    // sum_m = sum_j min_j * (sum of the 32 activations of sub-block j), from the 16 bsums.
+    const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums));
+    const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
+    const __m128i mins16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(mn)));
+    __m128i pm = _mm_madd_epi16(mins16, q8s);
+    pm = _mm_add_epi32(pm, _mm_unpackhi_epi64(pm, pm));
+    pm = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, 0xB1));
+    const int32_t sum_m = _mm_cvtsi128_si32(pm);
     __m256i sumi = _mm256_setzero_si256();
     const uint8_t* q4 = x[i].qs;
     const int8_t* q8 = y[i].qs;

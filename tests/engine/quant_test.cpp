@@ -150,7 +150,9 @@ TEST(Quant, ReferenceModelsCoverEveryWeightType) {
 // ---- fp16 / bf16 ----
 
 #if defined(__x86_64__)
-__attribute__((target("f16c"))) uint16_t f16c_to_half(float f) { return _cvtss_sh(f, 0); }
+__attribute__((target("f16c"))) uint16_t f16c_to_half(float f) {
+  return static_cast<uint16_t>(_mm_cvtsi128_si32(_mm_cvtps_ph(_mm_set_ss(f), 0)) & 0xFFFF);
+}
 #endif
 
 TEST(Quant, Fp16RoundTripsEveryHalf) {
