@@ -1,0 +1,38 @@
+#pragma once
+// Subcommands of the `kakeya` CLI, one file each (Buildkite clicommand/ style). Each add_*
+// registers its flags on `root` and returns the action to run when it was chosen. Actions
+// return the process exit code; logic lives in the client library (client/*.h).
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+#include "client/request_builder.h"
+#include "client/settings.h"
+
+namespace kakeya::client::cmd {
+
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+Command add_presets(CLI::App& root, GlobalOptions& g);
+Command add_request(CLI::App& root, GlobalOptions& g);
+Command add_run(CLI::App& root, GlobalOptions& g);
+Command add_wait(CLI::App& root, GlobalOptions& g);
+Command add_status(CLI::App& root, GlobalOptions& g);
+Command add_fetch(CLI::App& root, GlobalOptions& g);
+Command add_cancel(CLI::App& root, GlobalOptions& g);
+Command add_list(CLI::App& root, GlobalOptions& g);
+Command add_doctor(CLI::App& root, GlobalOptions& g);
+
+// The request flags shared by `request` and `run`: PRESET, -p/--param, --params-json,
+// --no-workload, --repo, --suffix.
+void add_request_flags(CLI::App& sub, RequestOptions& opts);
+
+// Builds the manifest and pushes the request; prints nothing. Returns the exit code on error.
+int submit(const GlobalOptions& g, const RequestOptions& opts, std::optional<Submission>& out,
+           std::optional<Session>& session);
+
+}  // namespace kakeya::client::cmd

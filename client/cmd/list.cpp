@@ -1,0 +1,45 @@
+// kakeya list [--state S]
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "client/cmd/commands.h"
+#include "client/list.h"
+#include "client/output.h"
+#include "client/session.h"
+
+namespace kakeya::client::cmd {
+
+Command add_list(CLI::App& root, GlobalOptions& g) {
+  auto* sub = root.add_subcommand("list", "List the request branches of the namespace");
+  auto state = std::make_shared<std::string>();
+  sub->add_option("--state", *state, "Only requests in this state (queued, running, succeeded, ...)");
+  return {sub, [&g, state]() {
+            std::optional<bridge::RunState> filter;
+            if (!state->empty()) {
+              filter = bridge::parse_run_state(*state);
+              if (!filter) return fail(make_error("bad_state", "--state '" + *state + "' is not a run state"));
+            }
+            auto session = open_session(g);
+            if (!session.ok()) return fail(session.error());
+            auto entries = list_requests(session->bus, session->ns, filter);
+            if (!entries.ok()) return fail(entries.error());
+            if (g.json) {
+              nlohmann::json arr = nlohmann::json::array();
+              for (const auto& e : *entries) arr.push_back(list_entry_to_json(e));
+              print_json(arr);
+              return kExitOk;
+            }
+            std::cout << fmt::format("{:<48} {:<18} {:<12} {:<20} {}\n", "BRANCH", "PRESET", "STATE", "RUNNER",
+                                     "UPDATED");
+            for (const auto& e : *entries) {
+              std::cout << fmt::format("{:<48} {:<18} {:<12} {:<20} {}\n", e.branch, e.preset.empty() ? "-" : e.preset,
+                                       e.state, e.runner_id.empty() ? "-" : e.runner_id,
+                                       e.updated_at.empty() ? "-" : e.updated_at);
+            }
+            std::cout << std::flush;
+            return kExitOk;
+          }};
+}
+
+}  // namespace kakeya::client::cmd

@@ -1,0 +1,53 @@
+// kakeya request PRESET [-p key=value]... : push a request branch and print its name.
+#include <iostream>
+
+#include "client/cmd/commands.h"
+#include "client/output.h"
+
+namespace kakeya::client::cmd {
+
+void add_request_flags(CLI::App& sub, RequestOptions& opts) {
+  sub.add_option("preset", opts.preset, "Preset name from the catalog (see `kakeya presets`)")->required();
+  sub.add_option("-p,--param", opts.param_items,
+                 "Parameter key=value (repeatable); the value is typed per the catalog and may start with '-'")
+      ->allow_extra_args(false)
+      ->take_all();
+  sub.add_option("--params-json", opts.params_json, "Parameters as a JSON object (-p overrides)");
+  sub.add_flag("--no-workload", opts.no_workload, "Send an empty base tree instead of the committed HEAD");
+  sub.add_option("--repo", opts.repo, "Repository whose committed HEAD is the workload (default: the one containing cwd)");
+  sub.add_option("--suffix", opts.suffix, "Appended to the branch name ([A-Za-z0-9._-]; use --suffix=-x for a leading '-')");
+}
+
+int submit(const GlobalOptions& g, const RequestOptions& opts, std::optional<Submission>& out,
+           std::optional<Session>& session) {
+  auto catalog = load_catalog(g);
+  if (!catalog.ok()) return fail(catalog.error());
+  auto manifest = build_manifest(*catalog, opts);
+  if (!manifest.ok()) return fail(manifest.error());
+  auto s = open_session(g);
+  if (!s.ok()) return fail(s.error());
+  session.emplace(std::move(*s));
+  auto sub = submit_request(*session, *manifest, opts);
+  if (!sub.ok()) return fail(sub.error());
+  out = std::move(*sub);
+  return kExitOk;
+}
+
+Command add_request(CLI::App& root, GlobalOptions& g) {
+  auto* sub = root.add_subcommand("request", "Push a validated request branch for PRESET and print its name");
+  auto opts = std::make_shared<RequestOptions>();
+  add_request_flags(*sub, *opts);
+  return {sub, [&g, opts]() {
+            std::optional<Submission> s;
+            std::optional<Session> session;
+            if (int rc = submit(g, *opts, s, session); rc != kExitOk) return rc;
+            if (g.json) {
+              print_json(submission_to_json(*s, session->remote));
+            } else {
+              std::cout << s->branch << std::endl;
+            }
+            return kExitOk;
+          }};
+}
+
+}  // namespace kakeya::client::cmd

@@ -1,0 +1,100 @@
+#include "client/doctor.h"
+
+#include <algorithm>
+
+#include "bridge/catalog.h"
+#include "bridge/credentials.h"
+#include "bridge/request.h"
+#include "client/session.h"
+
+namespace kakeya::client {
+namespace {
+
+// Create-only push of an empty commit to a probe branch, then delete it again.
+Status probe_push(Session& s) {
+  const std::string branch = s.ns + "/doctor-probe-" + bridge::new_nonce();
+  const std::string ref = head_ref(branch);
+  KAKEYA_ASSIGN_OR_RETURN(auto commit, s.bus.make_commit(std::nullopt, std::nullopt, {},
+                                                         "kakeya doctor: push probe [skip ci]\n",
+                                                         client_author(default_requested_by())));
+  KAKEYA_ASSIGN_OR_RETURN(auto pushed, s.bus.push_cas(ref, commit, std::nullopt));
+  if (pushed != bridge::PushOutcome::Won) {
+    return make_error("push_rejected", "the remote rejected creating " + ref);
+  }
+  std::string tip = commit;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    KAKEYA_ASSIGN_OR_RETURN(auto deleted, s.bus.delete_cas(ref, tip));
+    if (deleted == bridge::PushOutcome::Won) return ok_status();
+    // A runner may have committed a rejection on the probe branch: delete that tip instead.
+    KAKEYA_ASSIGN_OR_RETURN(auto refs, s.bus.ls_remote(ref));
+    auto it = std::find_if(refs.begin(), refs.end(), [&](const auto& r) { return r.name == ref; });
+    if (it == refs.end()) return ok_status();
+    tip = it->oid;
+  }
+  return make_error("delete_failed", "pushed " + ref + " but could not delete it again");
+}
+
+}  // namespace
+
+std::vector<DoctorCheck> run_doctor(const GlobalOptions& opts) {
+  std::vector<DoctorCheck> checks;
+  auto add = [&](std::string name, bool ok, std::string detail) {
+    checks.push_back({std::move(name), ok, std::move(detail)});
+    return ok;
+  };
+
+  auto remote = resolve_remote(opts);
+  bool have_remote = remote.ok() ? add("remote", true, bridge::redact_url(*remote) + " (namespace " + opts.ns + ")")
+                                 : add("remote", false, remote.error().str());
+  std::string source = describe_credentials_source(opts);
+  bool have_creds = false;
+  if (have_remote) {
+    auto creds = bridge::load_credentials(*remote, opts.credentials_file);
+    have_creds = creds.ok() ? add("credentials", true, source)
+                            : add("credentials", false, source + ": " + creds.error().str());
+  } else {
+    add("credentials", false, "skipped: no remote");
+  }
+  if (have_remote && have_creds) {
+    auto session = open_session(opts);
+    if (!session.ok()) {
+      add("reachable", false, session.error().str());
+      add("push", false, "skipped: no session");
+    } else {
+      auto refs = session->bus.ls_remote(std::string("refs/heads/") + opts.ns + "/");
+      if (!refs.ok()) {
+        add("reachable", false, refs.error().str());
+        add("push", false, "skipped: remote not reachable");
+      } else {
+        add("reachable", true, std::to_string(refs->size()) + " branch(es) under " + opts.ns + "/");
+        auto probe = probe_push(*session);
+        add("push", probe.ok(), probe.ok() ? "created and deleted a probe branch under " + opts.ns + "/"
+                                           : probe.error().str());
+      }
+    }
+  } else {
+    add("reachable", false, "skipped: no remote or credentials");
+    add("push", false, "skipped: no remote or credentials");
+  }
+  auto path = resolve_catalog_path(opts);
+  if (!path.ok()) {
+    add("catalog", false, path.error().str());
+  } else if (auto cat = bridge::PresetCatalog::load_file(*path); !cat.ok()) {
+    add("catalog", false, cat.error().str());
+  } else {
+    add("catalog", true, std::to_string(cat->presets().size()) + " presets from " + path->string());
+  }
+  return checks;
+}
+
+nlohmann::json doctor_to_json(const std::vector<DoctorCheck>& checks) {
+  nlohmann::json arr = nlohmann::json::array();
+  bool all = true;
+  for (const auto& c : checks) {
+    arr.push_back({{"name", c.name}, {"ok", c.ok}, {"detail", c.detail}});
+    all = all && c.ok;
+  }
+  return {{"ok", all}, {"checks", arr}};
+}
+
+}  // namespace kakeya::client

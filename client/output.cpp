@@ -1,0 +1,42 @@
+#include "client/output.h"
+
+#include <unistd.h>
+
+#include <array>
+#include <iostream>
+#include <string_view>
+
+#include "client/settings.h"
+
+namespace kakeya::client {
+
+int report_error(const Error& error, int exit_code) {
+  std::string msg = error.message;
+  for (char& c : msg) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  std::cerr << "kakeya: " << error.code << ": " << msg << std::endl;
+  return exit_code;
+}
+
+bool is_usage_error(const Error& error) {
+  static constexpr std::array<std::string_view, 14> kUsage = {
+      "usage",       "bad_argument",  "no_remote",    "bad_namespace",  "bad_param",
+      "unknown_param", "duplicate_param", "missing_param", "bad_type", "out_of_bounds",
+      "bad_value",   "unknown_preset", "bad_suffix",  "bad_state"};
+  for (auto c : kUsage) {
+    if (error.code == c) return true;
+  }
+  return false;
+}
+
+int fail(const Error& error) { return report_error(error, is_usage_error(error) ? kExitUsage : kExitFailure); }
+
+void print_json(const nlohmann::json& doc) {
+  std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+}
+
+bool stderr_is_tty() { return isatty(STDERR_FILENO) == 1; }
+bool stdout_is_tty() { return isatty(STDOUT_FILENO) == 1; }
+
+}  // namespace kakeya::client

@@ -1,0 +1,45 @@
+#include "client/wait_report.h"
+
+#include <iostream>
+
+#include "client/output.h"
+#include "client/run_files.h"
+
+namespace kakeya::client {
+
+int wait_and_report(Session& session, const std::string& branch, const WaitOptions& wait, bool json,
+                    const std::optional<std::filesystem::path>& fetch_dir) {
+  ProgressPrinter::Mode mode = json ? ProgressPrinter::Mode::Json
+                               : stderr_is_tty() ? ProgressPrinter::Mode::Human
+                                                 : ProgressPrinter::Mode::Quiet;
+  ProgressPrinter printer(mode, std::cerr, std::cout);
+  auto r = wait_for_run(session.bus, branch, wait, printer, std::cerr);
+  if (!r.ok()) return fail(r.error());
+  nlohmann::json done = done_event(*r);
+  int code = r->exit_code;
+  if (fetch_dir) {
+    auto files = fetch_run_files(session.bus, r->last.oid, *fetch_dir);
+    if (!files.ok()) {
+      report_error(files.error(), kExitFailure);
+      if (code == kExitOk) code = kExitFailure;
+      done["exit_code"] = code;
+    } else {
+      nlohmann::json list = nlohmann::json::array();
+      for (const auto& f : *files) list.push_back(f.string());
+      done["fetched"] = list;
+    }
+  }
+  if (json) {
+    std::cout << done.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+  } else {
+    std::cout << format_summary(done);
+    if (done.contains("fetched")) {
+      std::cout << "fetched into " << fetch_dir->string() << ":\n";
+      for (const auto& f : done["fetched"]) std::cout << "  " << f.get<std::string>() << "\n";
+    }
+    std::cout << std::flush;
+  }
+  return code;
+}
+
+}  // namespace kakeya::client
