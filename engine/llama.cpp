@@ -64,6 +64,7 @@ struct LlamaContext::Scratch {
   std::vector<int32_t> positions;
   std::vector<ActivationBuffer> acts;            // [cap]
   std::vector<float> tile;                       // sgemm path: dequantized rows
+  std::vector<float> scores;                     // batched attention: [n][n_slots]
   std::vector<std::vector<float>> thread_f32;    // per thread: attention scores + rope cache
 };
 
@@ -112,25 +113,47 @@ Result<std::vector<float>> LlamaContext::eval(std::span<const int32_t> tokens, b
   return logits;
 }
 
-void LlamaContext::matmul(const WeightMatrix& w, const float* x, size_t n, float* y) {
+void LlamaContext::matmul(std::initializer_list<MatmulOut> outs, const float* x, size_t n) {
   if (n == 1 || options_.batched_matmul == MatmulMode::kQuantizedActivations) {
-    matmul_quantized(w, x, n, y);
+    // Fuse runs of outputs with the same weight type (one activation conversion, one region).
+    const MatmulOut* begin = outs.begin();
+    while (begin != outs.end()) {
+      const MatmulOut* end = begin + 1;
+      while (end != outs.end() && end->w->type == begin->w->type && end->w->n_in == begin->w->n_in) ++end;
+      matmul_quantized(std::span<const MatmulOut>(begin, end), x, n);
+      begin = end;
+    }
   } else {
-    matmul_sgemm(w, x, n, y);
+    for (const MatmulOut& o : outs) matmul_sgemm(*o.w, x, n, o.y);
   }
 }
 
-void LlamaContext::matmul_quantized(const WeightMatrix& w, const float* x, size_t n, float* y) {
+void LlamaContext::matmul_quantized(std::span<const MatmulOut> outs, const float* x, size_t n) {
+  const WeightMatrix& w0 = *outs[0].w;
   auto& acts = s_->acts;
   if (acts.size() < n) acts.resize(n);
-  pool_->parallel_for(n, [&](size_t t, int) {
-    quantize_activations(w.type, x + t * static_cast<size_t>(w.n_in), w.n_in, acts[t]);
-  });
-  const size_t n_out = static_cast<size_t>(w.n_out);
-  pool_->parallel_ranges(n_out, 16, [&](size_t r0, size_t r1, int) {
-    for (size_t t = 0; t < n; ++t) {
-      matvec(w.type, w.data, w.n_in, static_cast<int64_t>(r0), static_cast<int64_t>(r1), acts[t],
-             y + t * n_out + r0);
+  if (n == 1) {
+    quantize_activations(w0.type, x, w0.n_in, acts[0]);
+  } else {
+    pool_->parallel_for(n, [&](size_t t, int) {
+      quantize_activations(w0.type, x + t * static_cast<size_t>(w0.n_in), w0.n_in, acts[t]);
+    });
+  }
+  // Rows of all outputs, concatenated: [0, rows(out0)) ++ [0, rows(out1)) ++ ...
+  size_t total = 0;
+  for (const MatmulOut& o : outs) total += static_cast<size_t>(o.w->n_out);
+  pool_->parallel_ranges(total, 32, [&](size_t a, size_t b, int) {
+    size_t base = 0;
+    for (const MatmulOut& o : outs) {
+      const size_t rows = static_cast<size_t>(o.w->n_out);
+      const size_t r0 = std::max(a, base), r1 = std::min(b, base + rows);
+      if (r0 < r1) {
+        for (size_t t = 0; t < n; ++t) {
+          matvec(o.w->type, o.w->data, o.w->n_in, static_cast<int64_t>(r0 - base),
+                 static_cast<int64_t>(r1 - base), acts[t], o.y + t * rows + (r0 - base));
+        }
+      }
+      base += rows;
     }
   });
 }
@@ -159,7 +182,53 @@ void LlamaContext::matmul_sgemm(const WeightMatrix& w, const float* x, size_t n,
   }
 }
 
+void LlamaContext::attention_batched(size_t il, const float* q, size_t n, size_t pos0, float* out) {
+  // Per query head: S = Q_h·K_g^T (sgemm), masked softmax per row (pool), O_h = P·V_g (sgemm).
+  const LlamaHparams& hp = model_.hparams();
+  const KvSlots slots = kv_->layer(il).view();
+  const int hd = static_cast<int>(hp.head_dim);
+  const size_t n_head = static_cast<size_t>(hp.n_head);
+  const int64_t gqa = hp.n_gqa();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const int q_stride = static_cast<int>(n_head) * hd;
+  const int S = static_cast<int>(slots.n_slots);
+  const int ld_kv = static_cast<int>(slots.row_stride);
+  auto& scores = s_->scores;
+  if (scores.size() < n * slots.n_slots) scores.resize(n * slots.n_slots);
+  for (size_t h = 0; h < n_head; ++h) {
+    const size_t kv_off = static_cast<size_t>(static_cast<int64_t>(h) / gqa * hd);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n), S, hd, scale,
+                q + h * static_cast<size_t>(hd), q_stride, slots.k + kv_off, ld_kv, 0.0f,
+                scores.data(), S);
+    pool_->parallel_ranges(n, 4, [&](size_t a, size_t b, int) {
+      for (size_t t = a; t < b; ++t) {
+        float* row = scores.data() + t * static_cast<size_t>(S);
+        const int32_t qpos = static_cast<int32_t>(pos0 + t);
+        const size_t n_vis = static_cast<size_t>(
+            std::upper_bound(slots.positions, slots.positions + S, qpos) - slots.positions);
+        float mx = -INFINITY;
+        for (size_t s = 0; s < n_vis; ++s) mx = std::max(mx, row[s]);
+        double sum = 0.0;
+        for (size_t s = 0; s < n_vis; ++s) {
+          row[s] = std::exp(row[s] - mx);
+          sum += row[s];
+        }
+        const float inv = static_cast<float>(1.0 / sum);
+        for (size_t s = 0; s < n_vis; ++s) row[s] *= inv;
+        std::fill(row + n_vis, row + S, 0.0f);
+      }
+    });
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(n), hd, S, 1.0f,
+                scores.data(), S, slots.v + kv_off, ld_kv, 0.0f, out + h * static_cast<size_t>(hd),
+                q_stride);
+  }
+}
+
 void LlamaContext::attention(size_t il, const float* q, size_t n, size_t pos0, float* out) {
+  if (n > 1 && options_.batched_matmul == MatmulMode::kSgemm) {
+    attention_batched(il, q, n, pos0, out);
+    return;
+  }
   const LlamaHparams& hp = model_.hparams();
   const KvSlots slots = kv_->layer(il).view();
   const int64_t hd = hp.head_dim;
@@ -241,9 +310,7 @@ void LlamaContext::forward(const int32_t* tokens, size_t n, bool all_logits, flo
   for (size_t il = 0; il < W.layers.size(); ++il) {
     const LlamaLayerWeights& L = W.layers[il];
     norm_rows(L.attn_norm);
-    matmul(L.wq, s.xn.data(), n, s.q.data());
-    matmul(L.wk, s.xn.data(), n, s.k.data());
-    matmul(L.wv, s.xn.data(), n, s.v.data());
+    matmul({{&L.wq, s.q.data()}, {&L.wk, s.k.data()}, {&L.wv, s.v.data()}}, s.xn.data(), n);
     pool_->parallel_ranges(n, 1, [&](size_t a, size_t b, int thread) {
       float* cache = s.thread_f32[static_cast<size_t>(thread)].data();
       for (size_t t = a; t < b; ++t) {
@@ -255,19 +322,18 @@ void LlamaContext::forward(const int32_t* tokens, size_t n, bool all_logits, flo
     });
     kv_->layer(il).append(s.positions.data(), s.k.data(), s.v.data(), n);
     attention(il, s.q.data(), n, pos0, s.att.data());
-    matmul(L.wo, s.att.data(), n, s.tmp.data());
+    matmul({{&L.wo, s.tmp.data()}}, s.att.data(), n);
     add_residual();
 
     norm_rows(L.ffn_norm);
-    matmul(L.w_gate, s.xn.data(), n, s.gate.data());
-    matmul(L.w_up, s.xn.data(), n, s.up.data());
-    pool_->parallel_ranges(n * F, 4096, [&](size_t a, size_t b, int) {
+    matmul({{&L.w_gate, s.gate.data()}, {&L.w_up, s.up.data()}}, s.xn.data(), n);
+    pool_->parallel_ranges(n * F, 16384, [&](size_t a, size_t b, int) {
       for (size_t i = a; i < b; ++i) {
         const float g = s.gate[i];
         s.gate[i] = (g / (1.0f + std::exp(-g))) * s.up[i];
       }
     });
-    matmul(L.w_down, s.gate.data(), n, s.tmp.data());
+    matmul({{&L.w_down, s.tmp.data()}}, s.gate.data(), n);
     add_residual();
   }
   // Every layer received the n tokens; the capacity was checked by eval().
@@ -279,7 +345,7 @@ void LlamaContext::forward(const int32_t* tokens, size_t n, bool all_logits, flo
   for (size_t t = first; t < n; ++t)
     rms_norm(s.x.data() + t * E, W.output_norm.data(), hp.n_embd, hp.rms_eps,
              s.xn.data() + (t - first) * E);
-  matmul(W.output, s.xn.data(), rows, logits);
+  matmul({{&W.output, logits}}, s.xn.data(), rows);
 }
 
 }  // namespace kakeya::engine

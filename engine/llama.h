@@ -29,6 +29,7 @@
 // contexts may share one LlamaModel.
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <vector>
@@ -80,11 +81,18 @@ class LlamaContext {
   struct Scratch;
   // One forward pass over n tokens at positions n_past()..; writes logits of the selected rows.
   void forward(const int32_t* tokens, size_t n, bool all_logits, float* logits);
-  // y[t][n_out] = W·x[t] for t in [0, n).
-  void matmul(const WeightMatrix& w, const float* x, size_t n, float* y);
+  // One output of a fused matmul: y[t][w->n_out] = W·x[t].
+  struct MatmulOut {
+    const WeightMatrix* w;
+    float* y;
+  };
+  // y[t][n_out] = W·x[t] for t in [0, n), for every output (all share the input x [n][n_in]).
+  // Outputs of the same weight type share one activation conversion and one parallel region.
+  void matmul(std::initializer_list<MatmulOut> outs, const float* x, size_t n);
   void matmul_sgemm(const WeightMatrix& w, const float* x, size_t n, float* y);
-  void matmul_quantized(const WeightMatrix& w, const float* x, size_t n, float* y);
+  void matmul_quantized(std::span<const MatmulOut> outs, const float* x, size_t n);
   void attention(size_t il, const float* q, size_t n, size_t pos0, float* out);
+  void attention_batched(size_t il, const float* q, size_t n, size_t pos0, float* out);
 
   const LlamaModel& model_;
   ContextOptions options_;
