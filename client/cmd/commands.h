@@ -27,10 +27,6 @@ Command add_cancel(CLI::App& root, GlobalOptions& g);
 Command add_list(CLI::App& root, GlobalOptions& g);
 Command add_doctor(CLI::App& root, GlobalOptions& g);
 
-// The request flags shared by `request` and `run`: PRESET, -p/--param, --params-json,
-// --no-workload, --repo, --suffix.
-void add_request_flags(CLI::App& sub, RequestOptions& opts);
-
 // Builds the manifest and pushes the request; prints nothing. Returns the exit code on error.
 int submit(const GlobalOptions& g, const RequestOptions& opts, std::optional<Submission>& out,
            std::optional<Session>& session);

@@ -3,6 +3,7 @@
 
 #include "client/cmd/commands.h"
 #include "client/output.h"
+#include "client/request_flags.h"
 #include "client/wait_report.h"
 
 namespace kakeya::client::cmd {
