@@ -358,10 +358,10 @@ Status Agent::run_daemon(const std::atomic<int>& stop) {
   return ok_status();
 }
 
-Status Agent::run_once(double max_seconds) {
+Status Agent::run_once(double max_seconds, const std::atomic<int>& stop) {
   const auto deadline = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
                                                 std::chrono::duration<double>(max_seconds));
-  while (true) {
+  while (stop.load() == 0) {
     KAKEYA_ASSIGN_OR_RETURN(auto stats, poll_once());
     if (stats.started == 0 && stats.pending == 0 && active_jobs() == 0) break;
     if (clock_type::now() >= deadline) {
@@ -371,6 +371,7 @@ Status Agent::run_once(double max_seconds) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     reap();
   }
+  if (stop.load() >= 2) cancel_all("runner stopped (signal)");
   wait_jobs();
   flush_spool();
   return ok_status();

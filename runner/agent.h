@@ -52,7 +52,8 @@ class Agent {
   // Serve until `stop` says so. 1 = drain (stop claiming, finish jobs), 2 = cancel running jobs.
   Status run_daemon(const std::atomic<int>& stop);
   // Serve what is pending now, wait for those jobs, exit (CI workflows).
-  Status run_once(double max_seconds);
+  // `stop` as for run_daemon: 1 stops claiming, 2 cancels running jobs.
+  Status run_once(double max_seconds, const std::atomic<int>& stop);
 
   int active_jobs() const;
   void cancel_all(const std::string& reason);

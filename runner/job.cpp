@@ -108,6 +108,21 @@ JobEnd Job::run() {
   std::error_code ec;
   fs::create_directories(dir_, ec);
 
+  // 0. This job's own cache must hold the observed tip; if the branch moved since discovery,
+  //    the observation is stale and someone else acted first.
+  {
+    auto oids = bus_->fetch({ref()});
+    if (!oids.ok()) {
+      spdlog::warn("{}: fetch before claim failed: {}", ref(), oids.error().str());
+      return JobEnd::ClaimLost;
+    }
+    auto it = oids->find(ref());
+    if (it == oids->end() || it->second != req_.view.tip) {
+      spdlog::info("{}: tip moved before claim; leaving it to the next poll", ref());
+      return JobEnd::ClaimLost;
+    }
+  }
+
   // 1. Claim by compare-and-swap on the observed tip.
   bridge::RunStatus claim;
   claim.state = RunState::Claimed;

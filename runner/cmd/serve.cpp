@@ -92,7 +92,7 @@ void add_once(CLI::App& app, int& exit_code) {
       exit_code = 1;
       return;
     }
-    auto st = agent.run_once(*max_seconds);
+    auto st = agent.run_once(*max_seconds, g_stop);
     if (!st.ok()) std::cerr << "kakeya-runner: " << st.error().str() << "\n";
     exit_code = st.ok() ? 0 : 1;
   });
