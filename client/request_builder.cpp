@@ -1,5 +1,6 @@
 #include "client/request_builder.h"
 
+#include "bridge/branch.h"
 #include "bridge/credentials.h"
 #include "bridge/layout.h"
 #include "bridge/version.h"
@@ -10,16 +11,10 @@
 namespace kakeya::client {
 
 Status validate_suffix(const std::string& suffix) {
-  auto bad = [&](const std::string& why) { return make_error("bad_suffix", "suffix '" + suffix + "': " + why); };
-  if (suffix.size() > 64) return bad("longer than 64 bytes");
-  for (char c : suffix) {
-    bool okc = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-               c == '_' || c == '-';
-    if (!okc) return bad(std::string("character '") + c + "' not allowed (use [A-Za-z0-9._-])");
-  }
-  if (suffix.find("..") != std::string::npos) return bad("'..' not allowed");
-  if (suffix.ends_with(".lock") || suffix.ends_with(".")) return bad("may not end in '.lock' or '.'");
-  return ok_status();
+  if (bridge::is_valid_branch_suffix(suffix)) return ok_status();
+  return make_error("bad_suffix", "suffix '" + suffix +
+                                      "': expected '.' or '_' then at most 63 of [A-Za-z0-9._-] (no '..', "
+                                      "not ending in '.' or '.lock')");
 }
 
 Result<bridge::RequestManifest> build_manifest(const bridge::PresetCatalog& catalog, const RequestOptions& opts) {
@@ -66,6 +61,7 @@ Result<Submission> submit_request(Session& session, const bridge::RequestManifes
                               manifest.requested_by + "\n";
   KAKEYA_ASSIGN_OR_RETURN(sub.commit, session.bus.make_commit(std::nullopt, sub.base_commit, changes, message,
                                                               client_author(manifest.requested_by)));
+  KAKEYA_TRY(bridge::check_request_branch_parts(session.ns, manifest.preset, manifest.nonce, opts.suffix));
   sub.branch = request_branch(session.ns, manifest.preset, manifest.nonce, opts.suffix);
   sub.ref = head_ref(sub.branch);
   KAKEYA_ASSIGN_OR_RETURN(auto outcome, session.bus.push_cas(sub.ref, sub.commit, std::nullopt));

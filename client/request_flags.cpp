@@ -13,7 +13,7 @@ void add_request_flags(CLI::App& sub, RequestOptions& opts) {
   sub.add_option("--repo", opts.repo,
                  "Repository whose committed HEAD is the workload (default: the one containing cwd)");
   sub.add_option("--suffix", opts.suffix,
-                 "Appended to the branch name ([A-Za-z0-9._-]; write --suffix=-x for a leading '-')");
+                 "Appended to the branch name ('.' or '_' then [A-Za-z0-9._-], e.g. .retry2)");
 }
 
 }  // namespace kakeya::client

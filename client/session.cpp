@@ -2,6 +2,7 @@
 
 #include <system_error>
 
+#include "bridge/branch.h"
 #include "bridge/credentials.h"
 #include "client/target.h"
 
@@ -32,11 +33,11 @@ Result<std::vector<std::string>> list_remote_branches(bridge::GitBus& bus) {
   return out;
 }
 
-std::string head_ref(const std::string& branch) { return "refs/heads/" + branch; }
+std::string head_ref(const std::string& branch) { return bridge::to_heads_ref(branch); }
 
 std::string request_branch(const std::string& ns, const std::string& preset, const std::string& nonce,
                            const std::string& suffix) {
-  return ns + "/" + preset + "-" + nonce + suffix;
+  return bridge::request_branch_name(ns, preset, nonce, suffix);
 }
 
 bridge::CommitAuthor client_author(const std::string& requested_by) {

@@ -27,10 +27,10 @@ Result<Session> open_session(const GlobalOptions& opts);
 // Branch names (without "refs/heads/") the remote advertises, from one ls_remote.
 Result<std::vector<std::string>> list_remote_branches(bridge::GitBus& bus);
 
-// "refs/heads/" + branch.
+// "refs/heads/" + branch (bridge::to_heads_ref).
 std::string head_ref(const std::string& branch);
 
-// <ns>/<preset>-<nonce><suffix> (DESIGN §2), without "refs/heads/".
+// <ns>/<preset>-<nonce><suffix> (DESIGN §2), without "refs/heads/" (bridge::request_branch_name).
 std::string request_branch(const std::string& ns, const std::string& preset, const std::string& nonce,
                            const std::string& suffix);
 

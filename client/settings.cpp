@@ -8,6 +8,8 @@
 
 #include <openssl/evp.h>
 
+#include "bridge/branch.h"
+
 namespace kakeya::client {
 namespace fs = std::filesystem;
 
@@ -28,29 +30,10 @@ Result<std::string> resolve_remote(const GlobalOptions& opts) {
 }
 
 Status validate_namespace(const std::string& ns) {
-  auto bad = [&](const std::string& why) {
-    return make_error("bad_namespace", "namespace '" + ns + "': " + why);
-  };
-  if (ns.empty()) return bad("empty");
-  if (ns.front() == '/' || ns.back() == '/') return bad("leading or trailing '/'");
-  for (char c : ns) {
-    bool okc = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-               c == '.' || c == '_' || c == '/' || c == '-';
-    if (!okc) return bad(std::string("character '") + c + "' not allowed");
-  }
-  std::size_t start = 0;
-  while (start <= ns.size()) {
-    std::size_t slash = ns.find('/', start);
-    std::string part = ns.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
-    if (part.empty() || part == "." || part == ".." || part.ends_with(".lock") ||
-        part.starts_with(".")) {
-      return bad("component '" + part + "' not allowed");
-    }
-    if (slash == std::string::npos) break;
-    start = slash + 1;
-  }
-  if (ns.find("..") != std::string::npos) return bad("'..' not allowed");
-  return ok_status();
+  if (bridge::is_valid_namespace(ns)) return ok_status();
+  return make_error("bad_namespace", "namespace '" + ns +
+                                         "': expected '/'-separated segments of [A-Za-z0-9._-] (no segment starting "
+                                         "with '.', ending in '.lock' or containing '..'), not under kakeya/runners");
 }
 
 std::string sha256_hex(std::string_view data) {

@@ -30,8 +30,8 @@ struct GlobalOptions {
 // --remote, else $KAKEYA_REMOTE. Error `no_remote` (a usage error) when neither is set.
 Result<std::string> resolve_remote(const GlobalOptions& opts);
 
-// Checks the namespace: non-empty, no leading/trailing '/', no empty, "." or ".." component,
-// only [A-Za-z0-9._/-]. Error `bad_namespace`.
+// Checks the namespace with bridge::is_valid_namespace (git ref rules, not under
+// kakeya/runners). Error `bad_namespace`.
 Status validate_namespace(const std::string& ns);
 
 // --cache-dir, else ($XDG_CACHE_HOME or $HOME/.cache)/kakeya/<first 16 hex chars of

@@ -7,7 +7,8 @@ namespace {
 
 constexpr std::string_view kHeads = "refs/heads/";
 
-bool is_nonce_char(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+// A request suffix starts with '.' or '_' (bridge/branch.h), so only those may follow a nonce.
+bool is_suffix_start(char c) { return c == '.' || c == '_'; }
 
 }  // namespace
 
@@ -18,7 +19,7 @@ bool leaf_has_nonce(std::string_view leaf, std::string_view nonce) {
        pos = leaf.find(needle, pos + 1)) {
     if (pos == 0) continue;  // no preset part before the nonce
     std::size_t end = pos + needle.size();
-    if (end == leaf.size() || !is_nonce_char(leaf[end])) return true;
+    if (end == leaf.size() || is_suffix_start(leaf[end])) return true;
   }
   return false;
 }

@@ -16,9 +16,9 @@ namespace kakeya::client {
 //  - `arg` equal to an advertised branch -> that branch.
 //  - `arg` containing '/' -> taken as a branch name; error `not_found` if not advertised.
 //  - otherwise `arg` is a bare nonce: it matches every branch `<ns>/<leaf>` whose leaf contains
-//    "-<nonce>" preceded by a non-empty preset part and followed by the end of the leaf or by a
-//    character outside [a-z0-9] (so a suffix such as "-retry" or ".2" still matches, while
-//    "abc" does not match the nonce "abcdef"). Exactly one match -> it; none -> `not_found`;
+//    "-<nonce>" preceded by a non-empty preset part and followed by the end of the leaf or by
+//    '.' or '_' (where a suffix starts, bridge/branch.h: ".2" and "_s1" still match, while "abc"
+//    matches neither the nonce "abcdef" nor "abc-def"). Exactly one match -> it; none -> `not_found`;
 //    several -> `ambiguous` (the message lists them).
 // Errors: usage `bad_argument` for an empty argument.
 Result<std::string> resolve_target(std::string_view arg, std::string_view ns,

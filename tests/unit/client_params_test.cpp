@@ -110,12 +110,12 @@ TEST(ClientRequestFlags, DashValuesStayValuesAndPositionalIsNotSwallowed) {
   CLI::App app{"t"};
   RequestOptions opts;
   add_request_flags(app, opts);
-  std::vector<std::string> args = {"-p", "text=-rf", "demo", "-p", "n=-3", "--suffix=-x", "--no-workload"};
+  std::vector<std::string> args = {"-p", "text=-rf", "demo", "-p", "n=-3", "--suffix=.x", "--no-workload"};
   std::vector<std::string> rev(args.rbegin(), args.rend());  // CLI11 parses a reversed vector
   ASSERT_NO_THROW(app.parse(rev));
   EXPECT_EQ(opts.preset, "demo");
   EXPECT_EQ(opts.param_items, (std::vector<std::string>{"text=-rf", "n=-3"}));
-  EXPECT_EQ(opts.suffix, "-x");
+  EXPECT_EQ(opts.suffix, ".x");
   EXPECT_TRUE(opts.no_workload);
 }
 

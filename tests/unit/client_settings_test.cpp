@@ -86,7 +86,7 @@ TEST(ClientSettings, CatalogDefaultsToTheFirstExistingCandidate) {
 TEST(ClientSettings, NamespaceValidation) {
   EXPECT_TRUE(validate_namespace("kakeya/req").ok());
   EXPECT_TRUE(validate_namespace("agents").ok());
-  for (const char* bad : {"", "/a", "a/", "a//b", "a/../b", "a b", "a/.hidden", "x.lock"}) {
+  for (const char* bad : {"", "/a", "a/", "a//b", "a/../b", "a b", "a/.hidden", "x.lock", "kakeya/runners"}) {
     auto s = validate_namespace(bad);
     ASSERT_FALSE(s.ok()) << bad;
     EXPECT_EQ(s.error().code, "bad_namespace");

@@ -10,7 +10,7 @@ const std::vector<std::string> kBranches = {
     "kakeya/req/env-probe-k3x9q2m7a1b4",
     "kakeya/req/generate-aaaa1111bbbb",
     "kakeya/req/generate-aaaa1111bbbb2",  // a different nonce that starts with the first
-    "kakeya/req/niah-eval-zz99zz99zz99-retry",
+    "kakeya/req/niah-eval-zz99zz99zz99.retry",
     "other/env-probe-k3x9q2m7a1b4",       // same nonce, other namespace
     "kakeya/runners/host-1",
 };
@@ -55,7 +55,7 @@ TEST(ClientTarget, NonceIsNotMatchedAsAPrefixOfALongerNonce) {
 TEST(ClientTarget, NonceWithSuffixMatches) {
   auto r = resolve_target("zz99zz99zz99", "kakeya/req", kBranches);
   ASSERT_TRUE(r.ok()) << r.error().str();
-  EXPECT_EQ(*r, "kakeya/req/niah-eval-zz99zz99zz99-retry");
+  EXPECT_EQ(*r, "kakeya/req/niah-eval-zz99zz99zz99.retry");
 }
 
 TEST(ClientTarget, AmbiguousNonceListsTheCandidates) {
@@ -80,7 +80,9 @@ TEST(ClientTarget, LeafHasNonceNeedsAPresetPart) {
   EXPECT_FALSE(leaf_has_nonce("-abcd1234", "abcd1234"));
   EXPECT_TRUE(leaf_has_nonce("x-abcd1234", "abcd1234"));
   EXPECT_TRUE(leaf_has_nonce("x-abcd1234.2", "abcd1234"));
+  EXPECT_TRUE(leaf_has_nonce("x-abcd1234_s", "abcd1234"));
   EXPECT_FALSE(leaf_has_nonce("x-abcd12345", "abcd1234"));
+  EXPECT_FALSE(leaf_has_nonce("x-abcd-1234", "abcd"));  // "abcd-1234" is another nonce
 }
 
 }  // namespace
