@@ -15,6 +15,7 @@
 #include <iostream>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -30,7 +31,8 @@ void append_line(const char* path, const std::string& line) {
 
 int main(int argc, char** argv) {
   int sleep_ms = 0, exit_code = 0, lines = 1;
-  std::string out_dir, grandchild_pid_file, print_env;
+  std::string out_dir, grandchild_pid_file;
+  std::vector<std::string> print_env;
   bool grandchild = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -40,7 +42,7 @@ int main(int argc, char** argv) {
     else if (a == "--lines") lines = std::atoi(next().c_str());
     else if (a == "--out-dir") out_dir = next();
     else if (a == "--grandchild") grandchild = true;
-    else if (a == "--print-env") print_env = next();
+    else if (a == "--print-env") print_env.push_back(next());
     else if (a == "--echo") std::cout << "echo: [" << next() << "]" << std::endl;
     else {
       std::cerr << "kakeya-test-job: unknown argument [" << a << "]" << std::endl;
@@ -53,9 +55,9 @@ int main(int argc, char** argv) {
     append_line(ledger, std::string(nonce ? nonce : "?") + " " + (runner ? runner : "?") + " " +
                             std::to_string(::getpid()));
   }
-  if (!print_env.empty()) {
-    const char* v = std::getenv(print_env.c_str());
-    std::cout << "env " << print_env << "=" << (v ? v : "<unset>") << std::endl;
+  for (const auto& name : print_env) {
+    const char* v = std::getenv(name.c_str());
+    std::cout << "env " << name << "=" << (v ? v : "<unset>") << std::endl;
   }
   if (grandchild && !out_dir.empty()) {
     grandchild_pid_file = out_dir + "/grandchild.pid";
