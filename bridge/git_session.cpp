@@ -19,7 +19,9 @@ Result<std::unique_ptr<RemoteSession>> RemoteSession::connect(git_repository* re
                                                               const Credentials& creds, const GitBusOptions& opts,
                                                               git_direction direction) {
   git::ensure_init();
+  install_deadline_stream();
   std::unique_ptr<RemoteSession> s(new RemoteSession(creds, opts, redact_url(url)));
+  s->net_deadline_.emplace(s->deadline_, &s->timed_out_);
   git_remote* raw = nullptr;
   if (git_remote_create_anonymous(&raw, repo, url.c_str()) != 0) {
     return git::last_error("transport", "cannot create remote for " + s->redacted_url_);

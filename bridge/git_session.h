@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "bridge/git_util.h"
+#include "bridge/gitbus_stream.h"
 #include "bridge/gitbus.h"
 
 namespace kakeya::bridge {
@@ -81,6 +82,7 @@ class RemoteSession {
   std::condition_variable cv_;
   bool done_ = false;
   std::thread watchdog_;
+  std::optional<ScopedNetDeadline> net_deadline_;  // socket-level deadline of this thread's I/O
 };
 
 }  // namespace kakeya::bridge

@@ -4,8 +4,10 @@
 //
 // Network operations (ls_remote, fetch, push_cas, delete_cas) each open one connection and honour
 // GitBusOptions::op_timeout_s: progress/credential callbacks fail once the deadline has passed and a
-// watchdog thread calls git_remote_stop(). LIMITATION (libgit2 1.5): a connect() or read() that is
-// blocked in the kernel cannot be interrupted; the deadline then takes effect at the next callback.
+// watchdog thread calls git_remote_stop(). libgit2 1.5 cannot interrupt a connect() or recv() blocked
+// in the kernel, so the bus registers its own socket stream (gitbus_stream.h: non-blocking sockets,
+// poll() in 100 ms slices) that gives up at the same deadline: a dead or black-holed server costs at
+// most op_timeout_s per operation, then `timeout`.
 //
 // Error codes: `auth_failed` (credentials rejected max_auth_attempts times; message names the
 // redacted remote URL), `timeout`, `transport` (connection refused, TLS, HTTP, protocol errors),
