@@ -18,7 +18,6 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 constexpr int kMaxAttempts = 3;
-constexpr int kGitOpTimeoutS = 60;  // per network operation (libgit2 has no timeouts of its own)
 
 std::string sanitize(const std::string& ref) {
   std::string s = std::string(bridge::strip_heads_prefix(ref));
@@ -39,7 +38,7 @@ Agent::~Agent() {
 
 Result<std::unique_ptr<bridge::GitBus>> Agent::open_bus(const std::string& name) {
   bridge::GitBusOptions opts;
-  opts.op_timeout_s = kGitOpTimeoutS;
+  opts.op_timeout_s = cfg_.git_timeout_s;
   auto bus = bridge::GitBus::open(cfg_.remote_url, cfg_.work_dir / "cache" / name, creds_, opts);
   if (!bus.ok()) return std::move(bus).error();
   return std::make_unique<bridge::GitBus>(std::move(bus).value());
@@ -259,6 +258,12 @@ Result<PollStats> Agent::poll_once() {
   reap();
   PollStats stats;
   KAKEYA_ASSIGN_OR_RETURN(auto refs, bus_->ls_remote("refs/heads/"));
+  std::optional<std::string> own_beat;
+  for (const auto& r : refs) {
+    if (r.name == beat_.ref()) own_beat = r.oid;
+  }
+  beat_.observe(own_beat);
+  beat_runner("serving", false);
   flush_spool();
   std::vector<std::string> changed, unchanged;
   std::set<std::string> present;
@@ -311,6 +316,18 @@ std::chrono::duration<double> Agent::next_poll_delay(bool had_error) {
   return std::chrono::duration<double>(base * j(rng));
 }
 
+void Agent::beat_runner(const std::string& state, bool force) {
+  if (!force && !beat_.due()) return;
+  std::vector<std::string> running;
+  {
+    std::lock_guard<std::mutex> lock(slots_mu_);
+    for (const auto& ref : active_refs_) running.emplace_back(bridge::strip_heads_prefix(ref));
+  }
+  if (auto st = beat_.publish(*bus_, running, state); !st.ok()) {
+    spdlog::warn("runner heartbeat on {} failed: {}", beat_.ref(), st.error().str());
+  }
+}
+
 void Agent::cancel_all(const std::string& reason) {
   std::lock_guard<std::mutex> lock(slots_mu_);
   for (auto& s : slots_) s->job->cancel(reason);
@@ -346,6 +363,7 @@ Status Agent::run_daemon(const std::atomic<int>& stop) {
     const auto deadline = clock_type::now() + std::chrono::duration<double>(cfg_.shutdown_grace_s);
     while (active_jobs() > 0) {
       reap();
+      beat_runner("draining", false);
       if (stop.load() >= 2 || clock_type::now() >= std::chrono::time_point_cast<clock_type::duration>(deadline)) {
         cancel_all(stop.load() >= 2 ? "runner stopped (second signal)" : "runner shutdown grace expired");
         break;
@@ -355,6 +373,7 @@ Status Agent::run_daemon(const std::atomic<int>& stop) {
   }
   wait_jobs();
   flush_spool();
+  beat_runner("stopped", true);
   return ok_status();
 }
 
@@ -374,6 +393,7 @@ Status Agent::run_once(double max_seconds, const std::atomic<int>& stop) {
   if (stop.load() >= 2) cancel_all("runner stopped (signal)");
   wait_jobs();
   flush_spool();
+  beat_runner("stopped", true);
   return ok_status();
 }
 

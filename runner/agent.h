@@ -30,6 +30,7 @@
 #include "bridge/result.h"
 #include "runner/config.h"
 #include "runner/job.h"
+#include "runner/runner_beat.h"
 
 namespace kakeya::runner {
 
@@ -82,6 +83,8 @@ class Agent {
   void flush_spool();
   Result<std::unique_ptr<bridge::GitBus>> open_bus(const std::string& name);
   std::chrono::duration<double> next_poll_delay(bool had_error);
+  // Pushes runner.json on kakeya/runners/<id> when due (or always when `force`); logs failures.
+  void beat_runner(const std::string& state, bool force);
 
   RunnerConfig cfg_;
   bridge::PresetCatalog catalog_;
@@ -93,6 +96,7 @@ class Agent {
   std::set<std::string> active_refs_;
   int job_counter_ = 0;
   int consecutive_errors_ = 0;
+  RunnerBeat beat_{cfg_};
 };
 
 }  // namespace kakeya::runner

@@ -159,7 +159,7 @@ const std::set<std::string> kTopKeys = {
     "remote_url", "credentials_file", "branch_patterns", "runner_id",   "labels",        "work_dir",
     "catalog_path", "models",          "poll_interval_s", "poll_jitter", "heartbeat_s",  "lease_s",
     "max_jobs",   "secret_env",        "log_cap_bytes",   "kill_grace_s", "shutdown_grace_s",
-    "tool_dirs",  "identity"};
+    "tool_dirs",  "identity",          "git_timeout_s",   "publish_retry_s"};
 
 // scheme://user:password@host... carries a secret that would end up in logs and status files.
 bool url_has_password(std::string_view url) {
@@ -297,6 +297,14 @@ Result<RunnerConfig> parse_node(const Reader& rd, const YAML::Node& root) {
   }
   if (root["shutdown_grace_s"]) {
     KAKEYA_ASSIGN_OR_RETURN(c.shutdown_grace_s, rd.number(node("shutdown_grace_s"), "shutdown_grace_s", 0, 86400));
+  }
+  if (root["git_timeout_s"]) {
+    double t = 0;
+    KAKEYA_ASSIGN_OR_RETURN(t, rd.number(node("git_timeout_s"), "git_timeout_s", 1, 3600));
+    c.git_timeout_s = static_cast<int>(t);
+  }
+  if (root["publish_retry_s"]) {
+    KAKEYA_ASSIGN_OR_RETURN(c.publish_retry_s, rd.number(node("publish_retry_s"), "publish_retry_s", 0, 86400));
   }
   if (root["tool_dirs"]) {
     const YAML::Node n = node("tool_dirs");

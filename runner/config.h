@@ -35,6 +35,8 @@ struct RunnerConfig {
   std::size_t log_cap_bytes = 8u << 20;                     // [1 KiB, 1 GiB]; "8MiB" accepted
   double kill_grace_s = 10;                                 // SIGTERM -> SIGKILL, [0, 3600]
   double shutdown_grace_s = 600;                            // running jobs on shutdown, [0, 86400]
+  int git_timeout_s = 60;                                   // deadline of each git network op, [1, 3600]
+  double publish_retry_s = 120;                             // final publish retries before spooling, [0, 86400]
   std::vector<std::filesystem::path> tool_dirs{"/usr/local/bin", "/usr/bin", "/bin"};  // argv[0] lookup
   bridge::CommitAuthor identity{"kakeya-runner", "runner@kakeya.invalid"};  // runner commits
 

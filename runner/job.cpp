@@ -26,7 +26,6 @@ using bridge::RunState;
 namespace {
 
 constexpr size_t kHeartbeatTailBytes = 2048;
-constexpr double kPublishRetryS = 120;  // then the result is spooled and retried every poll
 constexpr uintmax_t kMaxResultBytes = 16u << 20;  // larger declared outputs are listed, not committed
 
 std::string read_file(const fs::path& p) {
@@ -401,7 +400,7 @@ JobEnd Job::finish(RunState state, const std::string& reason, const nlohmann::js
   pub.tip = tip_;
   pub.what = bridge::to_string(state) + std::string(" ") + preset.name;
   pub.changes = std::move(changes);
-  switch (publish_final(*bus_, pub, runner_author(cfg_), kPublishRetryS)) {
+  switch (publish_final(*bus_, pub, runner_author(cfg_), cfg_.publish_retry_s)) {
     case PublishOutcome::Published:
       spdlog::info("{}: published {} ({})", ref(), bridge::to_string(state), st.reason);
       return JobEnd::Published;

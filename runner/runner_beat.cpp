@@ -1,0 +1,59 @@
+#include "runner/runner_beat.h"
+
+#include "bridge/branch.h"
+#include "bridge/request.h"
+#include "bridge/version.h"
+#include "runner/job.h"
+
+namespace kakeya::runner {
+
+nlohmann::json runner_document(const RunnerConfig& cfg, const std::vector<std::string>& running,
+                               const std::string& state) {
+  return {{"schema_version", 1},        {"id", cfg.runner_id},   {"labels", cfg.labels},
+          {"version", engine_version()}, {"max_jobs", cfg.max_jobs}, {"running", running},
+          {"state", state},             {"heartbeat_s", cfg.heartbeat_s}, {"updated_at", bridge::now_rfc3339()}};
+}
+
+RunnerBeat::RunnerBeat(const RunnerConfig& cfg)
+    : cfg_(cfg), ref_("refs/heads/" + bridge::runner_branch_name(cfg.runner_id)) {}
+
+void RunnerBeat::observe(std::optional<std::string> advertised_oid) { remote_ = std::move(advertised_oid); }
+
+bool RunnerBeat::due() const {
+  if (!last_time_) return true;
+  return std::chrono::steady_clock::now() - *last_time_ >= std::chrono::duration<double>(cfg_.heartbeat_s);
+}
+
+Status RunnerBeat::publish(bridge::GitBus& bus, const std::vector<std::string>& running, const std::string& state) {
+  const std::string text = runner_document(cfg_, running, state).dump(2) + "\n";
+  const std::string msg = "runner " + cfg_.runner_id + " " + state + " [skip ci]";
+  const bool extend = remote_ && !last_.empty() && *remote_ == last_ && depth_ < kMaxBeatDepth;
+  std::optional<std::string> parent;
+  if (extend) parent = last_;
+  KAKEYA_ASSIGN_OR_RETURN(std::string commit,
+                          bus.make_commit(parent, parent, {{kRunnerFile, text}}, msg, runner_author(cfg_)));
+  if (!extend && remote_) {
+    // Bounded history: drop the old chain (CAS on what we saw), then create a parentless one.
+    KAKEYA_ASSIGN_OR_RETURN(auto del, bus.delete_cas(ref_, *remote_));
+    if (del != bridge::PushOutcome::Won) {
+      remote_.reset();
+      last_.clear();
+      return make_error("beat_lost", "runner branch " + ref_ + " moved under us (another runner with id '" +
+                                         cfg_.runner_id + "'?)");
+    }
+    remote_.reset();
+  }
+  KAKEYA_ASSIGN_OR_RETURN(auto pushed, bus.push_cas(ref_, commit, extend ? parent : std::nullopt));
+  if (pushed != bridge::PushOutcome::Won) {
+    last_.clear();
+    return make_error("beat_lost", "runner branch " + ref_ + " moved under us (another runner with id '" +
+                                       cfg_.runner_id + "'?)");
+  }
+  depth_ = extend ? depth_ + 1 : 1;
+  last_ = commit;
+  remote_ = commit;
+  last_time_ = std::chrono::steady_clock::now();
+  return ok_status();
+}
+
+}  // namespace kakeya::runner
