@@ -27,7 +27,8 @@ int main(int argc, char** argv) {
   std::vector<cmd::Command> commands = {
       cmd::add_presets(app, g), cmd::add_request(app, g), cmd::add_run(app, g),
       cmd::add_wait(app, g),    cmd::add_status(app, g),  cmd::add_fetch(app, g),
-      cmd::add_cancel(app, g),  cmd::add_list(app, g),    cmd::add_doctor(app, g)};
+      cmd::add_cancel(app, g),  cmd::add_list(app, g),    cmd::add_doctor(app, g),
+      cmd::add_runners(app, g), cmd::add_gc(app, g)};
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,74 @@
+// kakeya runners [--within DURATION] [--all]
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "client/cmd/commands.h"
+#include "client/fleet.h"
+#include "client/output.h"
+#include "client/session.h"
+
+namespace kakeya::client::cmd {
+
+namespace {
+std::string join(const nlohmann::json& arr) {
+  if (!arr.is_array() || arr.empty()) return "-";
+  std::string s;
+  for (const auto& v : arr) {
+    if (!s.empty()) s += ",";
+    s += v.is_string() ? v.get<std::string>() : v.dump();
+  }
+  return s;
+}
+}  // namespace
+
+Command add_runners(CLI::App& root, GlobalOptions& g) {
+  auto* sub = root.add_subcommand("runners", "List the runners seen recently (their kakeya/runners/<id> heartbeat)");
+  auto within = std::make_shared<std::string>("10m");
+  auto all = std::make_shared<bool>(false);
+  sub->add_option("--within", *within, "Only runners whose last heartbeat is at most this old (default 10m)");
+  sub->add_flag("--all", *all, "Every runner branch, however old");
+  return {sub, [&g, within, all]() {
+            auto limit = parse_duration_s(*within);
+            if (!limit.ok()) return report_error(limit.error(), kExitUsage);
+            auto session = open_session(g);
+            if (!session.ok()) return fail(session.error());
+            auto runners = list_runners(session->bus);
+            if (!runners.ok()) return fail(runners.error());
+            std::vector<RunnerEntry> shown;
+            for (auto& r : *runners) {
+              if (*all || (r.age_s && *r.age_s <= *limit)) shown.push_back(std::move(r));
+            }
+            if (g.json) {
+              nlohmann::json arr = nlohmann::json::array();
+              for (const auto& r : shown) {
+                nlohmann::json j = r.doc.is_object() ? r.doc : nlohmann::json::object();
+                j["id"] = r.id;
+                j["commit"] = r.commit;
+                j["age_s"] = r.age_s ? nlohmann::json(*r.age_s) : nlohmann::json(nullptr);
+                if (!r.error.empty()) j["error"] = r.error;
+                arr.push_back(j);
+              }
+              print_json(arr);
+              return kExitOk;
+            }
+            std::cout << fmt::format("{:<24} {:<10} {:<8} {:<20} {:>5} {}\n", "RUNNER", "STATE", "AGE", "LABELS", "JOBS",
+                                     "RUNNING");
+            for (const auto& r : shown) {
+              const auto& d = r.doc;
+              const std::string age = r.age_s ? fmt::format("{:.0f}s", *r.age_s) : "?";
+              const std::string jobs = d.is_object() && d.contains("running") && d.contains("max_jobs")
+                                           ? fmt::format("{}/{}", d["running"].size(), d["max_jobs"].dump())
+                                           : "?";
+              std::cout << fmt::format("{:<24} {:<10} {:<8} {:<20} {:>5} {}\n", r.id,
+                                       d.is_object() ? d.value("state", "?") : "?", age,
+                                       d.is_object() ? join(d.value("labels", nlohmann::json::array())) : "-", jobs,
+                                       d.is_object() ? join(d.value("running", nlohmann::json::array())) : r.error);
+            }
+            if (shown.empty()) std::cout << "(no runner seen within " << *within << ")\n";
+            std::cout << std::flush;
+            return kExitOk;
+          }};
+}
+
+}  // namespace kakeya::client::cmd

@@ -1,0 +1,145 @@
+#include "client/fleet.h"
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+
+#include "bridge/layout.h"
+#include "bridge/run_state.h"
+#include "client/list.h"
+
+namespace kakeya::client {
+
+Result<double> parse_duration_s(std::string_view text) {
+  auto bad = [&] {
+    return make_error("bad_duration", "duration '" + std::string(text) +
+                                          "' is not a number with an optional unit s, m, h or d (e.g. 30s, 12h, 7d)");
+  };
+  if (text.empty()) return bad();
+  double mult = 1;
+  std::string_view num = text;
+  switch (text.back()) {
+    case 's': mult = 1; num.remove_suffix(1); break;
+    case 'm': mult = 60; num.remove_suffix(1); break;
+    case 'h': mult = 3600; num.remove_suffix(1); break;
+    case 'd': mult = 86400; num.remove_suffix(1); break;
+    default: break;
+  }
+  if (num.empty() || num.find_first_not_of("0123456789.") != std::string_view::npos) return bad();
+  try {
+    size_t used = 0;
+    const double v = std::stod(std::string(num), &used);
+    if (used != num.size() || !std::isfinite(v) || v < 0) return bad();
+    return v * mult;
+  } catch (...) {
+    return bad();
+  }
+}
+
+std::optional<double> rfc3339_to_epoch(std::string_view t) {
+  auto digits = [&](size_t pos, size_t n) -> std::optional<int> {
+    if (pos + n > t.size()) return std::nullopt;
+    int v = 0;
+    for (size_t i = pos; i < pos + n; ++i) {
+      if (t[i] < '0' || t[i] > '9') return std::nullopt;
+      v = v * 10 + (t[i] - '0');
+    }
+    return v;
+  };
+  auto Y = digits(0, 4), M = digits(5, 2), D = digits(8, 2), h = digits(11, 2), m = digits(14, 2), s = digits(17, 2);
+  if (!Y || !M || !D || !h || !m || !s || t[4] != '-' || t[7] != '-' || (t[10] != 'T' && t[10] != 't') ||
+      t[13] != ':' || t[16] != ':') {
+    return std::nullopt;
+  }
+  std::tm tm{};
+  tm.tm_year = *Y - 1900;
+  tm.tm_mon = *M - 1;
+  tm.tm_mday = *D;
+  tm.tm_hour = *h;
+  tm.tm_min = *m;
+  tm.tm_sec = *s;
+  double epoch = static_cast<double>(timegm(&tm));
+  size_t pos = 19;
+  if (pos < t.size() && t[pos] == '.') {
+    double scale = 0.1;
+    for (++pos; pos < t.size() && t[pos] >= '0' && t[pos] <= '9'; ++pos, scale /= 10) epoch += (t[pos] - '0') * scale;
+  }
+  if (pos == t.size()) return std::nullopt;
+  if ((t[pos] == 'Z' || t[pos] == 'z') && pos + 1 == t.size()) return epoch;
+  if ((t[pos] == '+' || t[pos] == '-') && pos + 6 == t.size() && t[pos + 3] == ':') {
+    auto oh = digits(pos + 1, 2), om = digits(pos + 4, 2);
+    if (!oh || !om) return std::nullopt;
+    const double off = *oh * 3600.0 + *om * 60.0;
+    return t[pos] == '+' ? epoch - off : epoch + off;
+  }
+  return std::nullopt;
+}
+
+namespace {
+double now_epoch() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+Result<std::vector<RunnerEntry>> list_runners(bridge::GitBus& bus) {
+  const std::string prefix = std::string(bridge::kRefsHeadsPrefix) + std::string(bridge::kRunnerBranchPrefix);
+  KAKEYA_ASSIGN_OR_RETURN(auto refs, bus.ls_remote(prefix));
+  std::vector<std::string> names;
+  for (const auto& r : refs) names.push_back(r.name);
+  std::map<std::string, std::string> oids;
+  if (!names.empty()) {
+    KAKEYA_ASSIGN_OR_RETURN(oids, bus.fetch(names));
+  }
+  std::vector<RunnerEntry> out;
+  for (const auto& [ref, oid] : oids) {
+    RunnerEntry e;
+    e.id = ref.substr(prefix.size());
+    e.commit = oid;
+    auto f = bus.read_file(oid, "runner.json");
+    if (!f.ok()) {
+      e.error = f.error().str();
+    } else if (!f.value()) {
+      e.error = "no runner.json on " + ref;
+    } else {
+      auto doc = nlohmann::json::parse(**f, nullptr, false);
+      if (doc.is_discarded() || !doc.is_object()) {
+        e.error = "runner.json is not a JSON object";
+      } else {
+        e.doc = doc;
+        if (doc.contains("updated_at") && doc["updated_at"].is_string()) {
+          if (auto t = rfc3339_to_epoch(doc["updated_at"].get<std::string>())) e.age_s = now_epoch() - *t;
+        }
+      }
+    }
+    out.push_back(std::move(e));
+  }
+  std::sort(out.begin(), out.end(), [](const RunnerEntry& a, const RunnerEntry& b) { return a.id < b.id; });
+  return out;
+}
+
+Result<GcReport> gc_requests(bridge::GitBus& bus, const std::string& ns, double older_than_s, bool dry_run) {
+  KAKEYA_ASSIGN_OR_RETURN(auto entries, list_requests(bus, ns, std::nullopt));
+  GcReport report;
+  const double now = now_epoch();
+  for (const auto& e : entries) {
+    const auto state = bridge::parse_run_state(e.state);
+    const auto t = rfc3339_to_epoch(e.updated_at);
+    if (!state || !bridge::is_terminal(*state) || !t || now - *t < older_than_s) {
+      ++report.kept;
+      continue;
+    }
+    GcEntry g{e.branch, e.commit, e.state, e.updated_at, now - *t, dry_run ? "would_delete" : ""};
+    if (!dry_run) {
+      auto del = bus.delete_cas(std::string(bridge::kRefsHeadsPrefix) + e.branch, e.commit);
+      if (!del.ok()) {
+        g.outcome = "error: " + del.error().str();
+      } else {
+        g.outcome = del.value() == bridge::PushOutcome::Won ? "deleted" : "lost";
+      }
+    }
+    report.candidates.push_back(std::move(g));
+  }
+  return report;
+}
+
+}  // namespace kakeya::client
