@@ -6,6 +6,28 @@
 
 namespace kakeya::engine {
 
+KvVisibleRanges kv_visible_ranges(const KvSlots& slots, int32_t qpos) {
+  const int32_t* p = slots.positions;
+  const int32_t* end = p + slots.n_slots;
+  KvVisibleRanges r;
+  r.c = static_cast<size_t>(std::upper_bound(p, end, qpos) - p);
+  if (slots.window <= 0) return r;
+  const int32_t lo = qpos - slots.window;  // visible: position > lo
+  r.b = static_cast<size_t>(std::upper_bound(p, p + r.c, lo) - p);
+  r.a = std::min(r.b, static_cast<size_t>(std::lower_bound(p, p + r.c, slots.sink) - p));
+  return r;
+}
+
+void KvLayer::head_views(size_t n_head_kv, size_t head_dim, std::vector<KvSlots>& out,
+                         std::vector<float>& /*dequant*/) const {
+  const KvSlots all = view();
+  out.assign(n_head_kv, all);
+  for (size_t h = 0; h < n_head_kv; ++h) {
+    if (all.k != nullptr) out[h].k = all.k + h * head_dim;
+    if (all.v != nullptr) out[h].v = all.v + h * head_dim;
+  }
+}
+
 FullKvLayer::FullKvLayer(size_t n_head_kv, size_t head_dim, size_t max_tokens)
     : row_stride_(n_head_kv * head_dim), max_tokens_(max_tokens) {}
 
@@ -62,6 +84,7 @@ Status KvCache::commit(size_t n) {
                                               std::to_string(shape_.n_ctx));
   }
   n_tokens_ += n;
+  for (auto& layer : layers_) layer->on_commit(n_tokens_);
   return ok_status();
 }
 
@@ -69,6 +92,33 @@ void KvCache::truncate(size_t n) {
   if (n >= n_tokens_) return;
   for (auto& layer : layers_) layer->truncate(n);
   n_tokens_ = n;
+}
+
+Status KvCache::truncate_checked(size_t n) {
+  const size_t floor = truncate_floor();
+  if (n < floor && n < n_tokens_) {
+    return make_error("evicted", "KV cache: truncate to " + std::to_string(n) +
+                                     " tokens needs slots already evicted (floor " +
+                                     std::to_string(floor) + ")");
+  }
+  truncate(n);
+  return ok_status();
+}
+
+size_t KvCache::truncate_floor() const {
+  size_t f = 0;
+  for (const auto& layer : layers_) f = std::max(f, layer->truncate_floor());
+  return f;
+}
+
+Status KvCache::set_layers(std::vector<std::unique_ptr<KvLayer>> layers) {
+  if (n_tokens_ != 0) return make_error("bad_param", "KV cache: set_layers on a non-empty cache");
+  if (layers.size() != shape_.n_layer) {
+    return make_error("bad_param", "KV cache: " + std::to_string(layers.size()) +
+                                       " layers given, model has " + std::to_string(shape_.n_layer));
+  }
+  layers_ = std::move(layers);
+  return ok_status();
 }
 
 size_t KvCache::resident_bytes() const {

@@ -16,6 +16,14 @@
 //
 // resident_bytes() is MEASURED from the storage each layer actually holds (allocated capacity),
 // never computed from a formula over n_ctx.
+//
+// Bounded policies (engine/kv_policy_layer.h): attention reads a layer per KV head through
+// KvLayer::head_views(), so heads of one layer may hold different slot sets (exact heads keep
+// every position, bounded heads sink + window). A view carries the visibility rule of its
+// slots (kv_visible_ranges): a bounded view shows a query at position q only the slots with
+// position < sink or q - window < position <= q, exactly as a full-sequence attention mask
+// "j < sink || j > i - window" would. Eviction happens only in KvCache::commit
+// (KvLayer::on_commit); truncate() never evicts and never copies.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -32,7 +40,17 @@ struct KvSlots {
   const int32_t* positions = nullptr;  // [n_slots] original RoPE positions, ascending
   const float* k = nullptr;         // [n_slots][n_head_kv][head_dim]
   const float* v = nullptr;         // [n_slots][n_head_kv][head_dim]
+  // Visibility rule (see kv_visible_ranges): window == 0 means every slot at position <= q.
+  int32_t sink = 0;
+  int32_t window = 0;
 };
+
+// Slots visible to a query at position qpos: [0, a) and [b, c) (indices into the view;
+// positions ascending). Unbounded views give a = 0, b = 0, c = #slots with position <= qpos.
+struct KvVisibleRanges {
+  size_t a = 0, b = 0, c = 0;
+};
+KvVisibleRanges kv_visible_ranges(const KvSlots& slots, int32_t qpos);
 
 class KvLayer {
  public:
@@ -47,6 +65,19 @@ class KvLayer {
   virtual size_t resident_bytes() const = 0;
   // Short policy name for reports ("full").
   virtual const char* policy() const = 0;
+
+  // One view per KV head (out is resized to n_head_kv): head h's k/v rows start at
+  // out[h].k + s * out[h].row_stride. `dequant` is caller scratch a quantized layer may
+  // dequantize into (views are then valid until `dequant` is next modified). Default: slices
+  // of view() (head h at offset h * head_dim, no window).
+  virtual void head_views(size_t n_head_kv, size_t head_dim, std::vector<KvSlots>& out,
+                          std::vector<float>& dequant) const;
+  // Called by KvCache::commit with the new committed length; evicting policies drop slots
+  // here (never in append/truncate). Default: nothing.
+  virtual void on_commit(size_t /*n_committed*/) {}
+  // Smallest n for which truncate(n) keeps every slot a query at position n needs (slots
+  // evicted so far cannot come back). Default 0 (nothing is ever evicted).
+  virtual size_t truncate_floor() const { return 0; }
 };
 
 // Policy `full`: every position kept, f32. Storage grows geometrically up to max_tokens.
@@ -91,11 +122,20 @@ class KvCache {
   size_t n_committed() const { return n_tokens_; }
   // Tokens that still fit: n_ctx - n_committed().
   size_t n_free() const { return shape_.n_ctx - n_tokens_; }
-  // Marks n more tokens as appended (every layer must have received them).
-  // Errors: "context_overflow" when n_committed() + n > n_ctx.
+  // Marks n more tokens as appended (every layer must have received them), then lets every
+  // layer evict (KvLayer::on_commit). Errors: "context_overflow" when n_committed() + n > n_ctx.
   Status commit(size_t n);
-  // Forgets tokens at positions >= n in every layer. O(1). No-op when n >= n_committed().
+  // Forgets tokens at positions >= n in every layer. O(1) (a length reset; nothing is copied
+  // or evicted). No-op when n >= n_committed(). REQUIRES: n >= truncate_floor() (a bounded
+  // layer keeps `tail` positions beyond its window for this; see truncate_checked).
   void truncate(size_t n);
+  // truncate(n), or the error "evicted" when n < truncate_floor() (nothing is changed).
+  Status truncate_checked(size_t n);
+  // Max over layers of KvLayer::truncate_floor().
+  size_t truncate_floor() const;
+  // Replaces every layer (one per model layer). REQUIRES: n_committed() == 0.
+  // Errors: "bad_param" when the cache is not empty or the layer count differs.
+  Status set_layers(std::vector<std::unique_ptr<KvLayer>> layers);
   void clear() { truncate(0); }
   // Sum over layers of KvLayer::resident_bytes().
   size_t resident_bytes() const;

@@ -66,6 +66,8 @@ struct LlamaContext::Scratch {
   std::vector<float> tile;                       // sgemm path: dequantized rows
   std::vector<float> scores;                     // batched attention: [n][n_slots]
   std::vector<std::vector<float>> thread_f32;    // per thread: attention scores + rope cache
+  std::vector<KvSlots> kv_views;                 // attention: one view per KV head
+  std::vector<float> kv_dequant;                 // attention: quantized KV read back as f32
 };
 
 LlamaContext::LlamaContext(const LlamaModel& model, ContextOptions options)
@@ -185,43 +187,48 @@ void LlamaContext::matmul_sgemm(const WeightMatrix& w, const float* x, size_t n,
 void LlamaContext::attention_batched(size_t il, const float* q, size_t n, size_t pos0, float* out) {
   // Per query head: S = Q_h·K_g^T (sgemm), masked softmax per row (pool), O_h = P·V_g (sgemm).
   const LlamaHparams& hp = model_.hparams();
-  const KvSlots slots = kv_->layer(il).view();
+  auto& views = s_->kv_views;
+  kv_->layer(il).head_views(static_cast<size_t>(hp.n_head_kv), static_cast<size_t>(hp.head_dim),
+                            views, s_->kv_dequant);
   const int hd = static_cast<int>(hp.head_dim);
   const size_t n_head = static_cast<size_t>(hp.n_head);
   const int64_t gqa = hp.n_gqa();
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const int q_stride = static_cast<int>(n_head) * hd;
-  const int S = static_cast<int>(slots.n_slots);
-  const int ld_kv = static_cast<int>(slots.row_stride);
   auto& scores = s_->scores;
-  if (scores.size() < n * slots.n_slots) scores.resize(n * slots.n_slots);
   for (size_t h = 0; h < n_head; ++h) {
-    const size_t kv_off = static_cast<size_t>(static_cast<int64_t>(h) / gqa * hd);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n), S, hd, scale,
-                q + h * static_cast<size_t>(hd), q_stride, slots.k + kv_off, ld_kv, 0.0f,
+                q + h * static_cast<size_t>(hd), q_stride, slots.k, ld_kv, 0.0f,
                 scores.data(), S);
     pool_->parallel_ranges(n, 4, [&](size_t a, size_t b, int) {
       for (size_t t = a; t < b; ++t) {
         float* row = scores.data() + t * static_cast<size_t>(S);
-        const int32_t qpos = static_cast<int32_t>(pos0 + t);
-        const size_t n_vis = static_cast<size_t>(
-            std::upper_bound(slots.positions, slots.positions + S, qpos) - slots.positions);
+        const KvVisibleRanges r = kv_visible_ranges(slots, static_cast<int32_t>(pos0 + t));
         float mx = -INFINITY;
-        for (size_t s = 0; s < n_vis; ++s) mx = std::max(mx, row[s]);
+        for (size_t s = 0; s < r.a; ++s) mx = std::max(mx, row[s]);
+        for (size_t s = r.b; s < r.c; ++s) mx = std::max(mx, row[s]);
         double sum = 0.0;
-        for (size_t s = 0; s < n_vis; ++s) {
+        for (size_t s = 0; s < r.a; ++s) {
+          row[s] = std::exp(row[s] - mx);
+          sum += row[s];
+        }
+        for (size_t s = r.b; s < r.c; ++s) {
           row[s] = std::exp(row[s] - mx);
           sum += row[s];
         }
         const float inv = static_cast<float>(1.0 / sum);
-        for (size_t s = 0; s < n_vis; ++s) row[s] *= inv;
-        std::fill(row + n_vis, row + S, 0.0f);
+        for (size_t s = 0; s < r.a; ++s) row[s] *= inv;
+        std::fill(row + r.a, row + r.b, 0.0f);
+        for (size_t s = r.b; s < r.c; ++s) row[s] *= inv;
+        std::fill(row + r.c, row + S, 0.0f);
       }
     });
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(n), hd, S, 1.0f,
-                scores.data(), S, slots.v + kv_off, ld_kv, 0.0f, out + h * static_cast<size_t>(hd),
+                scores.data(), S, slots.v, ld_kv, 0.0f, out + h * static_cast<size_t>(hd),
                 q_stride);
   }
+  // Each KV head has its own view (bounded policies): a row sees the slots of
+  // kv_visible_ranges, the others get probability 0.
 }
 
 void LlamaContext::attention(size_t il, const float* q, size_t n, size_t pos0, float* out) {
@@ -230,7 +237,9 @@ void LlamaContext::attention(size_t il, const float* q, size_t n, size_t pos0, f
     return;
   }
   const LlamaHparams& hp = model_.hparams();
-  const KvSlots slots = kv_->layer(il).view();
+  auto& views = s_->kv_views;
+  kv_->layer(il).head_views(static_cast<size_t>(hp.n_head_kv), static_cast<size_t>(hp.head_dim),
+                            views, s_->kv_dequant);
   const int64_t hd = hp.head_dim;
   const size_t n_head = static_cast<size_t>(hp.n_head);
   const int64_t gqa = hp.n_gqa();
@@ -239,31 +248,39 @@ void LlamaContext::attention(size_t il, const float* q, size_t n, size_t pos0, f
   pool_->parallel_for(n_head * n, [&](size_t task, int thread) {
     const size_t t = task / n_head;
     const size_t h = task % n_head;
-    const int32_t qpos = static_cast<int32_t>(pos0 + t);
-    // Slots are in ascending position order: the visible ones are a prefix.
-    const size_t n_vis = static_cast<size_t>(
-        std::upper_bound(slots.positions, slots.positions + slots.n_slots, qpos) - slots.positions);
+    const KvSlots& slots = views[static_cast<size_t>(static_cast<int64_t>(h) / gqa)];
+    // Slots are in ascending position order: the visible ones are [0, a) and [b, c).
+    const KvVisibleRanges r = kv_visible_ranges(slots, static_cast<int32_t>(pos0 + t));
     const float* qh = q + t * q_stride + h * static_cast<size_t>(hd);
-    const size_t kv_off = static_cast<size_t>(static_cast<int64_t>(h) / gqa * hd);
+    const KvSlots& slots = views[static_cast<size_t>(static_cast<int64_t>(h) / gqa)];
+    const int S = static_cast<int>(slots.n_slots);
+    const int ld_kv = static_cast<int>(slots.row_stride);
+    if (scores.size() < n * slots.n_slots) scores.resize(n * slots.n_slots);
     float* scores = s_->thread_f32[static_cast<size_t>(thread)].data();
     float mx = -INFINITY;
-    for (size_t s = 0; s < n_vis; ++s) {
-      scores[s] = dot_f32(qh, slots.k + s * slots.row_stride + kv_off, hd) * scale;
+    auto score = [&](size_t s) {
+      scores[s] = dot_f32(qh, slots.k + s * slots.row_stride, hd) * scale;
       mx = std::max(mx, scores[s]);
-    }
+    };
+    for (size_t s = 0; s < r.a; ++s) acc(s);
+    for (size_t s = r.b; s < r.c; ++s) acc(s);
     double sum = 0.0;
-    for (size_t s = 0; s < n_vis; ++s) {
+    auto acc = [&](size_t s) {
       scores[s] = std::exp(scores[s] - mx);
       sum += scores[s];
-    }
+    };
+    for (size_t s = 0; s < r.a; ++s) expo(s);
+    for (size_t s = r.b; s < r.c; ++s) expo(s);
     const float inv = static_cast<float>(1.0 / sum);
     float* o = out + t * q_stride + h * static_cast<size_t>(hd);
     std::fill(o, o + hd, 0.0f);
-    for (size_t s = 0; s < n_vis; ++s) {
+    auto expo = [&](size_t s) {
       const float p = scores[s] * inv;
-      const float* vs = slots.v + s * slots.row_stride + kv_off;
+      const float* vs = slots.v + s * slots.row_stride;
       for (int64_t d = 0; d < hd; ++d) o[d] += p * vs[d];
-    }
+    };
+    for (size_t s = 0; s < r.a; ++s) score(s);
+    for (size_t s = r.b; s < r.c; ++s) score(s);
   });
 }
 
