@@ -2,8 +2,12 @@
 
 #include <signal.h>
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <fstream>
+#include <set>
+#include <thread>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
@@ -105,6 +109,23 @@ BusWorld::BusWorld(Transport t) : transport_(t) {
          "    env: [KAKEYA_TEST_LEDGER]\n"
          "    timeout_s: 60\n"
          "    outputs: [result.json]\n"
+         "  - name: test-idem\n"
+         "    description: Idempotent integration-test job (may be re-run after a takeover)\n"
+         "    argv: [" << job << ", --sleep-ms, \"{sleep_ms}\", --out-dir, \"${OUT}\"]\n"
+         "    params:\n"
+         "      sleep_ms: {kind: int, min: 0, max: 600000, default: 0}\n"
+         "    env: [KAKEYA_TEST_LEDGER]\n"
+         "    idempotent: true\n"
+         "    timeout_s: 60\n"
+         "    outputs: [result.json]\n"
+         "  - name: test-long\n"
+         "    description: Sleeps and leaves a SIGTERM-ignoring grandchild (cancel and shutdown checks)\n"
+         "    argv: [" << job << ", --grandchild, --sleep-ms, \"{sleep_ms}\", --out-dir, \"${OUT}\"]\n"
+         "    params:\n"
+         "      sleep_ms: {kind: int, min: 0, max: 600000, default: 30000}\n"
+         "    env: [KAKEYA_TEST_LEDGER]\n"
+         "    timeout_s: 120\n"
+         "    outputs: [grandchild.pid]\n"
          "  - name: test-timeout\n"
          "    description: Sleeps past its 1 s timeout and leaves a SIGTERM-ignoring grandchild\n"
          "    argv: [" << job << ", --grandchild, --sleep-ms, \"30000\", --out-dir, \"${OUT}\"]\n"
@@ -132,6 +153,117 @@ std::vector<std::string> BusWorld::ledger_lines() const {
     if (!l.empty()) lines.push_back(l);
   }
   return lines;
+}
+
+std::vector<std::string> BusWorld::ledger_nonces() const {
+  std::vector<std::string> out;
+  for (const auto& l : ledger_lines()) out.push_back(l.substr(0, l.find(' ')));
+  return out;
+}
+
+std::vector<JobSpan> BusWorld::spans() const {
+  std::vector<JobSpan> out;
+  std::ifstream in(ledger().string() + ".spans");
+  JobSpan s;
+  while (in >> s.nonce >> s.runner >> s.start_ms >> s.end_ms) out.push_back(s);
+  return out;
+}
+
+bool wait_until(const std::function<bool()>& pred, double timeout_s, double step_s) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (true) {
+    if (pred()) return true;
+    if (std::chrono::steady_clock::now() >= end) return pred();
+    std::this_thread::sleep_for(std::chrono::duration<double>(step_s));
+  }
+}
+
+std::string BusWorld::request(std::vector<std::string> args) {
+  args.insert(args.begin(), "request");
+  args.push_back("--json");
+  args.push_back("--no-workload");
+  auto r = kakeya(args);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << r.out;
+  return j.is_discarded() || !j.is_object() ? "" : j.value("branch", "");
+}
+
+nlohmann::json BusWorld::status(const std::string& branch) {
+  const std::string s = read_run_file(branch, ".kakeya/run/status.json");
+  if (s.empty()) return nullptr;
+  auto j = nlohmann::json::parse(s, nullptr, false);
+  return j.is_discarded() ? nlohmann::json(nullptr) : j;
+}
+
+std::map<std::string, nlohmann::json> BusWorld::wait_terminal(const std::vector<std::string>& branches,
+                                                              double timeout_s) {
+  static const std::set<std::string> kTerminal = {"succeeded", "failed",   "gate_failed", "timeout",
+                                                  "cancelled", "rejected", "infra_error"};
+  std::map<std::string, nlohmann::json> out;
+  std::map<std::string, std::string> seen;  // ref -> oid already read
+  for (const auto& b : branches) out[b] = nullptr;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (true) {
+    std::vector<std::string> want;
+    auto refs = bus().ls_remote("refs/heads/");
+    if (refs.ok()) {
+      std::map<std::string, std::string> adv;
+      for (const auto& r : *refs) adv[r.name] = r.oid;
+      for (const auto& b : branches) {
+        const std::string ref = "refs/heads/" + b;
+        if (out[b].is_object() && kTerminal.count(out[b].value("state", ""))) continue;
+        auto it = adv.find(ref);
+        if (it != adv.end() && seen[ref] != it->second) want.push_back(ref);
+      }
+      auto oids = bus().fetch(want);
+      if (oids.ok()) {
+        for (const auto& [ref, oid] : *oids) {
+          seen[ref] = oid;
+          auto f = bus().read_file(oid, ".kakeya/run/status.json");
+          if (f.ok() && f.value()) {
+            auto j = nlohmann::json::parse(**f, nullptr, false);
+            if (!j.is_discarded()) out[ref.substr(11)] = j;
+          }
+        }
+      }
+    }
+    bool all = true;
+    for (const auto& b : branches) all = all && out[b].is_object() && kTerminal.count(out[b].value("state", ""));
+    if (all || std::chrono::steady_clock::now() >= end) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  for (auto& [b, st] : out) {
+    if (!st.is_object() || !kTerminal.count(st.value("state", ""))) st = nullptr;
+  }
+  return out;
+}
+
+nlohmann::json BusWorld::wait_state(const std::string& branch, const std::string& state, double timeout_s) {
+  static const std::set<std::string> kTerminal = {"succeeded", "failed",   "gate_failed", "timeout",
+                                                  "cancelled", "rejected", "infra_error"};
+  nlohmann::json st;
+  wait_until(
+      [&] {
+        st = status(branch);
+        if (!st.is_object()) return false;
+        const std::string s = st.value("state", "");
+        return state == "terminal" ? kTerminal.count(s) > 0 : s == state;
+      },
+      timeout_s, 0.1);
+  if (!st.is_object()) return nullptr;
+  const std::string s = st.value("state", "");
+  return (state == "terminal" ? kTerminal.count(s) > 0 : s == state) ? st : nlohmann::json(nullptr);
+}
+
+int BusWorld::server_port() const { return daemon_ ? daemon_->port() : http_->port(); }
+
+std::string BusWorld::remote_via(int port) const {
+  std::string r = remote_;
+  const std::string from = ":" + std::to_string(server_port()) + "/";
+  const auto at = r.find(from);
+  if (at != std::string::npos) r.replace(at, from.size(), ":" + std::to_string(port) + "/");
+  return r;
 }
 
 std::map<std::string, std::string> BusWorld::auth_env() const {

@@ -2,10 +2,13 @@
 // A whole Kakeya bus on loopback for integration tests: a bare repository behind a real git
 // server (git daemon, or lighttpd + git http-backend with basic auth), a test preset catalog,
 // runner processes (the real kakeya-runner binary) and client invocations (the real kakeya).
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "bridge/gitbus.h"
 #include "runner/process.h"
@@ -44,6 +47,15 @@ class RunnerProc {
   bool waited_ = false;
 };
 
+// One execution of kakeya-test-job, from the spans file (written when the job ends).
+struct JobSpan {
+  std::string nonce, runner;
+  long long start_ms = 0, end_ms = 0;  // wall clock, milliseconds since the epoch
+};
+
+// Polls `pred` every `step_s` until it holds or `timeout_s` passes; returns its last value.
+bool wait_until(const std::function<bool()>& pred, double timeout_s, double step_s = 0.05);
+
 class BusWorld {
  public:
   explicit BusWorld(Transport t);
@@ -54,6 +66,10 @@ class BusWorld {
   const std::filesystem::path& dir() const { return tmp_.path(); }
   std::filesystem::path ledger() const { return tmp_.path() / "ledger.txt"; }
   std::vector<std::string> ledger_lines() const;
+  // Nonces in the ledger (one per started execution), in order.
+  std::vector<std::string> ledger_nonces() const;
+  // Finished executions (tests/helpers/test_job.cpp appends "<nonce> <runner> <start_ms> <end_ms>").
+  std::vector<JobSpan> spans() const;
 
   // Credentials for the client and runner (HTTP only; empty for git daemon).
   std::map<std::string, std::string> auth_env() const;
@@ -75,6 +91,21 @@ class BusWorld {
   bridge::GitBus& bus();
   // Status/summary JSON text of a branch tip ("" when absent).
   std::string read_run_file(const std::string& branch, const std::string& path);
+
+  // `kakeya request <args> --json --no-workload`; returns the branch ("" with a gtest failure).
+  std::string request(std::vector<std::string> args);
+  // status.json of the branch tip (null when absent or unreadable).
+  nlohmann::json status(const std::string& branch);
+  // Polls the remote (one ls_remote, fetches only moved branches) until every branch has a
+  // terminal status or `timeout_s` passes. Returns branch -> status (null when never terminal).
+  std::map<std::string, nlohmann::json> wait_terminal(const std::vector<std::string>& branches, double timeout_s);
+  // Polls until the branch's status state is `state` (or any terminal state when `state` is
+  // "terminal"); returns the status (null on timeout).
+  nlohmann::json wait_state(const std::string& branch, const std::string& state, double timeout_s);
+
+  // The server's TCP port, and the remote URL with another port (e.g. a FaultProxy's).
+  int server_port() const;
+  std::string remote_via(int port) const;
 
   void stop_server();
   Status restart_server();

@@ -1,6 +1,7 @@
 // kakeya-test-job: the command behind the integration tests' presets. It records each execution
 // in a ledger (for exactly-once checks), prints log lines, sleeps, optionally writes a declared
-// output, optionally leaves a grandchild that ignores SIGTERM (process-group timeout checks),
+// output, appends "<nonce> <runner> <start_ms> <end_ms>" to <ledger>.spans when it finishes
+// (concurrency checks), optionally leaves a grandchild that ignores SIGTERM (process-group timeout checks),
 // and exits with a chosen code. Configured by flags; the ledger path comes from the
 // KAKEYA_TEST_LEDGER environment variable (allow-listed by the test catalog).
 #include <fcntl.h>
@@ -27,6 +28,11 @@ void append_line(const char* path, const std::string& line) {
   ::close(fd);
 }
 
+long long now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -49,6 +55,7 @@ int main(int argc, char** argv) {
       return 64;
     }
   }
+  const long long start_ms = now_ms();
   const char* nonce = std::getenv("KAKEYA_NONCE");
   const char* runner = std::getenv("KAKEYA_RUNNER_ID");
   if (const char* ledger = std::getenv("KAKEYA_TEST_LEDGER")) {
@@ -74,5 +81,10 @@ int main(int argc, char** argv) {
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
   std::cout << "done" << std::endl;
+  if (const char* ledger = std::getenv("KAKEYA_TEST_LEDGER")) {
+    append_line((std::string(ledger) + ".spans").c_str(),
+                std::string(nonce ? nonce : "?") + " " + (runner ? runner : "?") + " " + std::to_string(start_ms) + " " +
+                    std::to_string(now_ms()));
+  }
   return exit_code;
 }
