@@ -228,6 +228,13 @@ float dot_q8_0(const BlockQ8_0* x, const BlockQ8_0* y, int64_t nb) {
   return s;
 }
 
+// Q4_0 follows ggml-cpu's x86 path for Q4_0 weights, which llama.cpp takes whenever the row
+// count is a multiple of 8: the weights are repacked (ggml-cpu-aarch64.cpp, "q4_0_8x8_q8_0")
+// and every output row is ONE fused multiply-add chain over blocks,
+//   s = fma(float(sumi_b), fp16(w.d)·fp16(a.d), s),
+// with sumi_b the exact integer block sum. Rounding like that (instead of lane-wise partial sums,
+// or a separate multiply and add) matters: a 1-ulp difference in a matmul output can flip a Q8_0
+// rounding tie in the next activation quantization and move the logits by ~1e-2.
 float dot_q4_0(const BlockQ4_0* x, const BlockQ8_0* y, int64_t nb) {
   float s = 0;
   for (int64_t i = 0; i < nb; ++i) {
@@ -236,7 +243,7 @@ float dot_q4_0(const BlockQ4_0* x, const BlockQ8_0* y, int64_t nb) {
       sumi += ((x[i].qs[j] & 0x0F) - 8) * y[i].qs[j];
       sumi += ((x[i].qs[j] >> 4) - 8) * y[i].qs[j + 16];
     }
-    s += round_f32(static_cast<float>(sumi) * (h2f(x[i].d) * h2f(y[i].d)));
+    s = std::fma(static_cast<float>(sumi), round_f32(h2f(x[i].d) * h2f(y[i].d)), s);
   }
   return s;
 }

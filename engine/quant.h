@@ -11,7 +11,10 @@
 //   Q4_K, Q6_K    Q8_K  (blocks of 256: iscale = -127/max where max is the signed value of largest |x|,
 //                        q = min(127, round_half_even(iscale*x)), d = 1/iscale as f32, bsums per 16)
 // Integer parts of quantized dot products are exact; only the f32 accumulation across blocks
-// differs between the portable and the AVX2 kernels.
+// differs between the portable and the AVX2 kernels, except for Q4_0, where both round like
+// ggml-cpu's repacked x86 kernels (q4_0_8x8_q8_0, what llama.cpp runs for Q4_0 matrices with a
+// multiple of 8 rows): per row s = fma(float(block int sum), fp16(w.d)·fp16(a.d), s) over the
+// blocks in order, so the two kernel sets are bit-identical for Q4_0.
 //
 // The public functions dispatch at run time (once, from cpu_features()) to the AVX2 kernels
 // when the CPU has AVX2+FMA+F16C, else to the portable ones. No function allocates except

@@ -3,7 +3,8 @@
 //
 // Agreement with the portable kernels:
 //   Q4_K, Q6_K: bit-identical (exact integer super-block sums, the same scalar f32 combination).
-//   Q8_0, Q4_0, F32, F16, BF16: same products, f32 accumulated in 8 lanes (as ggml's AVX2 path),
+//   Q4_0: bit-identical (one fma chain per row, ggml's repacked x86 Q4_0 rounding).
+//   Q8_0, F32, F16, BF16: same products, f32 accumulated in 8 lanes (as ggml's AVX2 path),
 //   so results differ from the portable order only by float rounding.
 //   Activation conversion and dequantization: bit-identical.
 
@@ -89,20 +90,55 @@ float dot_q8_0(const BlockQ8_0* x, const BlockQ8_0* y, int64_t nb) {
   return hsum_ps(acc);
 }
 
+// Q4_0: one fused multiply-add chain per output row over blocks, s = fma(sumi_b, dw·da, s), as
+// ggml-cpu's repacked x86 Q4_0 kernels (q4_0_8x8_q8_0 gemv/gemm) round; see quant.cpp.
+// The 8 int32 lanes of one block's exact integer dot product.
+inline __m256i q4_0_block_lanes(const BlockQ4_0& x, __m256i qy) {
+  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qs));
+  // low lane: low nibbles (elements 0..15); high lane: high nibbles (16..31).
+  const __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
+  const __m256i qx = _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(0x0F)), _mm256_set1_epi8(8));
+  return dot_i8_i32(qx, qy);
+}
+
 float dot_q4_0(const BlockQ4_0* x, const BlockQ8_0* y, int64_t nb) {
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
-  const __m256i eight = _mm256_set1_epi8(8);
-  __m256 acc = _mm256_setzero_ps();
+  __m128 s = _mm_setzero_ps();
   for (int64_t i = 0; i < nb; ++i) {
-    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].qs));
-    // low lane: low nibbles (elements 0..15); high lane: high nibbles (16..31).
-    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
-    const __m256i qx = _mm256_sub_epi8(_mm256_and_si256(both, low4), eight);
     const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
-    const __m256 d = _mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d));
-    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_i32(qx, qy)), acc);
+    const float sumi = static_cast<float>(hsum_epi32(q4_0_block_lanes(x[i], qy)));
+    s = _mm_fmadd_ss(_mm_set_ss(sumi), _mm_set_ss(h2f(x[i].d) * h2f(y[i].d)), s);
   }
-  return hsum_ps(acc);
+  return _mm_cvtss_f32(s);
+}
+
+// Rows [r0, r1) of a Q4_0 matrix, four rows at a time (one activation load per block, the four
+// integer block sums reduced together); each lane is its own row's fma chain, so the result is
+// bit-identical to dot_q4_0 row by row.
+void rows_q4_0(const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act, float* y) {
+  const int64_t nb = n / 32;
+  const size_t stride = ggml_row_bytes(GgmlType::Q4_0, n);
+  const auto* base = static_cast<const uint8_t*>(w);
+  const auto* a = reinterpret_cast<const BlockQ8_0*>(act.bytes.data());
+  int64_t r = r0;
+  for (; r + 4 <= r1; r += 4) {
+    const auto* x0 = reinterpret_cast<const BlockQ4_0*>(base + static_cast<size_t>(r) * stride);
+    const auto* x1 = reinterpret_cast<const BlockQ4_0*>(base + static_cast<size_t>(r + 1) * stride);
+    const auto* x2 = reinterpret_cast<const BlockQ4_0*>(base + static_cast<size_t>(r + 2) * stride);
+    const auto* x3 = reinterpret_cast<const BlockQ4_0*>(base + static_cast<size_t>(r + 3) * stride);
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs));
+      const __m256i h01 = _mm256_hadd_epi32(q4_0_block_lanes(x0[b], qy), q4_0_block_lanes(x1[b], qy));
+      const __m256i h23 = _mm256_hadd_epi32(q4_0_block_lanes(x2[b], qy), q4_0_block_lanes(x3[b], qy));
+      const __m256i h = _mm256_hadd_epi32(h01, h23);  // per 128-bit half: rows 0..3
+      const __m128i sumi = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+      const __m128 dw = _mm_setr_ps(h2f(x0[b].d), h2f(x1[b].d), h2f(x2[b].d), h2f(x3[b].d));
+      acc = _mm_fmadd_ps(_mm_cvtepi32_ps(sumi), _mm_mul_ps(dw, _mm_set1_ps(h2f(a[b].d))), acc);
+    }
+    _mm_storeu_ps(y + (r - r0), acc);
+  }
+  for (; r < r1; ++r)
+    y[r - r0] = dot_q4_0(reinterpret_cast<const BlockQ4_0*>(base + static_cast<size_t>(r) * stride), a, nb);
 }
 
 // ---- K-quants against Q8_K activations (bit-identical to the portable kernels) ----
@@ -305,7 +341,7 @@ void avx2_matvec(GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1
     case GgmlType::F16: return rows_dot<GgmlType::F16>(w, n, r0, r1, act, y);
     case GgmlType::BF16: return rows_dot<GgmlType::BF16>(w, n, r0, r1, act, y);
     case GgmlType::Q8_0: return rows_dot<GgmlType::Q8_0>(w, n, r0, r1, act, y);
-    case GgmlType::Q4_0: return rows_dot<GgmlType::Q4_0>(w, n, r0, r1, act, y);
+    case GgmlType::Q4_0: return rows_q4_0(w, n, r0, r1, act, y);
     case GgmlType::Q4_K: return rows_dot<GgmlType::Q4_K>(w, n, r0, r1, act, y);
     case GgmlType::Q6_K: return rows_dot<GgmlType::Q6_K>(w, n, r0, r1, act, y);
     case GgmlType::Q8_K: break;

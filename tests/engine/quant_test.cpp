@@ -382,6 +382,39 @@ TEST(Quant, MatvecEqualsVecDotPerRow) {
   }
 }
 
+// Q4_0 rounds like ggml-cpu's repacked x86 kernels (what llama.cpp ran for the references):
+// per row, s = fma(float(exact block int sum), fp16(w.d)·fp16(a.d), s) over the blocks in order.
+// A lane-wise or unfused sum differs by an ulp, which flips Q8_0 rounding ties downstream.
+TEST(Quant, Q4_0DotIsOneFmaChainPerRow) {
+  const TensorInfo* t = tensor_of_type(GgmlType::Q4_0);
+  ASSERT_NE(t, nullptr);
+  const int64_t n = t->ne[0];
+  const int64_t nb = n / 32;
+  const auto x = random_activations(n, 57);
+  const int64_t rows = std::min<int64_t>(t->rows(), 37);  // not a multiple of 4: tail rows too
+  for (KernelIsa isa : available_isas()) {
+    const QuantKernels& k = quant_kernels(isa);
+    ActivationBuffer act;
+    k.quantize_activations(GgmlType::Q4_0, x.data(), n, act);
+    const auto* a = reinterpret_cast<const BlockQ8_0*>(act.bytes.data());
+    std::vector<float> y(static_cast<size_t>(rows));
+    k.matvec(GgmlType::Q4_0, t->data, n, 0, rows, act, y.data());
+    for (int64_t r = 0; r < rows; ++r) {
+      const auto* w = reinterpret_cast<const BlockQ4_0*>(t->data + static_cast<size_t>(r) * t->row_bytes());
+      float s = 0;
+      for (int64_t b = 0; b < nb; ++b) {
+        int sumi = 0;
+        for (int j = 0; j < 16; ++j) {
+          sumi += ((w[b].qs[j] & 15) - 8) * a[b].qs[j] + ((w[b].qs[j] >> 4) - 8) * a[b].qs[j + 16];
+        }
+        const volatile float d = fp16_to_fp32(w[b].d) * fp16_to_fp32(a[b].d);
+        s = std::fma(static_cast<float>(sumi), d, s);
+      }
+      EXPECT_EQ(y[static_cast<size_t>(r)], s) << kernel_isa_name(isa) << " row " << r;
+    }
+  }
+}
+
 // ---- AVX2 vs portable ----
 
 // Random but well-formed blocks: scales are finite and moderate.
@@ -458,7 +491,7 @@ TEST(Quant, Avx2AgreesWithPortable) {
         p.dequantize_row(type, w.data() + static_cast<size_t>(r) * ggml_row_bytes(type, n), dp.data(), n);
         double mag = 0;
         for (int64_t i = 0; i < n; ++i) mag += std::fabs(dp[i] * a[i]);
-        if (type == GgmlType::Q4_K || type == GgmlType::Q6_K) {
+        if (type == GgmlType::Q4_K || type == GgmlType::Q6_K || type == GgmlType::Q4_0) {
           EXPECT_EQ(yp[r], yv[r]) << "row " << r;  // exact integer sums, same f32 combination
         } else {
           EXPECT_NEAR(yp[r], yv[r], 2e-6 * mag + 1e-12) << "row " << r;
