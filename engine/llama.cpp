@@ -89,6 +89,44 @@ LlamaContext::LlamaContext(const LlamaModel& model, ContextOptions options)
 LlamaContext::~LlamaContext() = default;
 
 Result<std::vector<float>> LlamaContext::eval(std::span<const int32_t> tokens, bool all_logits) {
+  drop_partial();
+  return eval_impl(tokens, all_logits, model_.weights().layers.size());
+}
+
+Result<std::vector<float>> LlamaContext::eval_layers(std::span<const int32_t> tokens,
+                                                     size_t n_layers, bool all_logits) {
+  const size_t n_layer = model_.weights().layers.size();
+  if (n_layers < 1 || n_layers > n_layer) {
+    return make_error("bad_param", "eval_layers: n_layers " + std::to_string(n_layers) +
+                                       " outside [1, " + std::to_string(n_layer) + "]");
+  }
+  if (partial_tokens_ > 0 && n_layers != partial_layers_) {
+    return make_error("bad_param", "eval_layers: n_layers " + std::to_string(n_layers) +
+                                       " while " + std::to_string(partial_tokens_) +
+                                       " partial tokens of " + std::to_string(partial_layers_) +
+                                       " layers are pending");
+  }
+  if (n_layers == n_layer) return eval(tokens, all_logits);
+  if (tokens.size() + partial_tokens_ > kv_->n_free()) {
+    return make_error("context_overflow", "eval_layers: " + std::to_string(n_past()) + " past + " +
+                                              std::to_string(partial_tokens_) + " partial + " +
+                                              std::to_string(tokens.size()) +
+                                              " new tokens exceed n_ctx " +
+                                              std::to_string(options_.n_ctx));
+  }
+  partial_layers_ = n_layers;
+  return eval_impl(tokens, all_logits, n_layers);
+}
+
+void LlamaContext::drop_partial() {
+  if (partial_tokens_ == 0) return;
+  for (size_t il = 0; il < partial_layers_; ++il) kv_->layer(il).truncate(kv_->n_committed());
+  partial_tokens_ = 0;
+  partial_layers_ = 0;
+}
+
+Result<std::vector<float>> LlamaContext::eval_impl(std::span<const int32_t> tokens, bool all_logits,
+                                                   size_t n_layers) {
   if (tokens.empty()) return make_error("empty_input", "eval: no tokens");
   const int64_t n_vocab = model_.hparams().n_vocab;
   for (size_t i = 0; i < tokens.size(); ++i) {
@@ -110,7 +148,7 @@ Result<std::vector<float>> LlamaContext::eval(std::span<const int32_t> tokens, b
     const bool last = b + n == tokens.size();
     float* out = all_logits ? logits.data() + b * static_cast<size_t>(n_vocab)
                             : (last ? logits.data() : nullptr);
-    forward(tokens.data() + b, n, all_logits, out);
+    forward(tokens.data() + b, n, all_logits, out, n_layers);
   }
   return logits;
 }
@@ -284,7 +322,9 @@ void LlamaContext::attention(size_t il, const float* q, size_t n, size_t pos0, f
   });
 }
 
-void LlamaContext::forward(const int32_t* tokens, size_t n, bool all_logits, float* logits) {
+void LlamaContext::forward(const int32_t* tokens, size_t n, bool all_logits, float* logits,
+                           size_t n_layers) {
+  const bool partial = n_layers < model_.weights().layers.size();
   const LlamaHparams& hp = model_.hparams();
   const LlamaWeights& W = model_.weights();
   Scratch& s = *s_;
@@ -306,7 +346,7 @@ void LlamaContext::forward(const int32_t* tokens, size_t n, bool all_logits, flo
     s.up.resize(n * F);
     s.positions.resize(n);
   }
-  const size_t pos0 = kv_->n_committed();
+  const size_t pos0 = kv_->n_committed() + partial_tokens_;
   for (size_t t = 0; t < n; ++t) s.positions[t] = static_cast<int32_t>(pos0 + t);
   const float theta_scale = std::pow(hp.rope_freq_base, -2.0f / static_cast<float>(hp.rope_dim));
 
@@ -324,7 +364,7 @@ void LlamaContext::forward(const int32_t* tokens, size_t n, bool all_logits, flo
     for (size_t i = 0; i < n * E; ++i) s.x[i] += s.tmp[i];
   };
 
-  for (size_t il = 0; il < W.layers.size(); ++il) {
+  for (size_t il = 0; il < n_layers; ++il) {
     const LlamaLayerWeights& L = W.layers[il];
     norm_rows(L.attn_norm);
     matmul({{&L.wq, s.q.data()}, {&L.wk, s.k.data()}, {&L.wv, s.v.data()}}, s.xn.data(), n);
@@ -354,7 +394,11 @@ void LlamaContext::forward(const int32_t* tokens, size_t n, bool all_logits, flo
     add_residual();
   }
   // Every layer received the n tokens; the capacity was checked by eval().
-  (void)kv_->commit(n);
+  if (partial) {
+    partial_tokens_ += n;
+  } else {
+    (void)kv_->commit(n);
+  }
 
   if (logits == nullptr) return;
   const size_t first = all_logits ? 0 : n - 1;

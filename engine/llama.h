@@ -66,8 +66,30 @@ class LlamaContext {
   // message gives the index and id); "context_overflow" (n_past()+n > n_ctx).
   Result<std::vector<float>> eval(std::span<const int32_t> tokens, bool all_logits = false);
 
-  // Forgets every token at position >= n_tokens (KV length reset, O(1)).
-  void truncate(size_t n_tokens) { kv_->truncate(n_tokens); }
+  // Forgets every token at position >= n_tokens (KV length reset, O(1)). Drops partial tokens.
+  void truncate(size_t n_tokens) {
+    drop_partial();
+    kv_->truncate(n_tokens);
+  }
+
+  // Layer-skip drafting (self-speculation): runs `tokens` through the first n_layers layers only,
+  // then output_norm and the output head, at positions n_past() + n_partial() ... Their K/V are
+  // appended to layers [0, n_layers) WITHOUT committing: n_past() is unchanged and the tokens
+  // count as "partial". Those layers' K/V for committed tokens are the target's own (shared
+  // cache). Returns the logits after the last token ([n_vocab], or [n][n_vocab] when
+  // all_logits). n_layers == the model's n_layer with no partial tokens is exactly eval().
+  // The next eval() or truncate() drops partial tokens first (O(1) per layer).
+  // Errors: as eval(), plus "bad_param" (n_layers outside [1, n_layer], or a partial run with a
+  // different n_layers still pending).
+  Result<std::vector<float>> eval_layers(std::span<const int32_t> tokens, size_t n_layers,
+                                         bool all_logits = false);
+  // Partial (uncommitted, layer-skip) tokens appended since the last commit.
+  size_t n_partial() const { return partial_tokens_; }
+  // Forgets the partial tokens of eval_layers() (truncates layers [0, partial_layers) to n_past()).
+  void drop_partial();
+  // Changes the matmul mode of later batched evals (e.g. prefill with kSgemm, then verify
+  // speculative blocks with kQuantizedActivations so they agree with one-token decode).
+  void set_batched_matmul(MatmulMode mode) { options_.batched_matmul = mode; }
   size_t n_past() const { return kv_->n_committed(); }
   size_t n_ctx() const { return options_.n_ctx; }
   int64_t n_vocab() const { return model_.hparams().n_vocab; }
@@ -80,7 +102,11 @@ class LlamaContext {
  private:
   struct Scratch;
   // One forward pass over n tokens at positions n_past()..; writes logits of the selected rows.
-  void forward(const int32_t* tokens, size_t n, bool all_logits, float* logits);
+  // n_layers < the model's n_layer: a partial (layer-skip) pass, see eval_layers().
+  void forward(const int32_t* tokens, size_t n, bool all_logits, float* logits, size_t n_layers);
+  // eval() and eval_layers(): validation, then forward() in chunks of n_batch.
+  Result<std::vector<float>> eval_impl(std::span<const int32_t> tokens, bool all_logits,
+                                       size_t n_layers);
   // One output of a fused matmul: y[t][w->n_out] = W·x[t].
   struct MatmulOut {
     const WeightMatrix* w;
@@ -99,6 +125,8 @@ class LlamaContext {
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<KvCache> kv_;
   std::unique_ptr<Scratch> s_;
+  size_t partial_tokens_ = 0;  // eval_layers() tokens beyond n_past() in layers [0, partial_layers_)
+  size_t partial_layers_ = 0;
 };
 
 }  // namespace kakeya::engine
