@@ -12,6 +12,8 @@ void add_env_probe(CLI::App& app, int& exit_code);
 void add_generate(CLI::App& app, int& exit_code);
 void add_ar_bench(CLI::App& app, int& exit_code);
 void add_synth(CLI::App& app, int& exit_code);
+void add_specdecode_bench(CLI::App& app, int& exit_code);
+void add_backend_parity(CLI::App& app, int& exit_code);
 void add_niah_eval(CLI::App& app, int& exit_code);
 
 }  // namespace kakeya::engine::cmd
