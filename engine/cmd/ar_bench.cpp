@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/cmd/cli_threads.h"
 #include "engine/cmd/commands.h"
 #include "engine/llama.h"
 #include "engine/report.h"
@@ -32,7 +33,7 @@ struct BenchArgs {
   std::string prompt_lengths = "16,128,512";
   int gen_tokens = 64;
   int samples = 5;
-  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = 0;  // 0 = every logical CPU
   size_t n_ctx = 0;
   size_t n_batch = 512;
   std::string out;
@@ -57,7 +58,8 @@ struct SampleTiming {
   double prefill_s = 0, decode_s = 0;
 };
 
-Result<SampleTiming> run_sample(LlamaContext& ctx, const std::vector<int32_t>& prompt, int gen) {
+Result<SampleTiming> run_sample(LlamaContext& ctx, const std::vector<int32_t>& prompt, int gen,
+                                std::vector<int32_t>* out = nullptr) {
   ctx.truncate(0);
   SampleTiming t;
   const auto t0 = std::chrono::steady_clock::now();
@@ -66,17 +68,21 @@ Result<SampleTiming> run_sample(LlamaContext& ctx, const std::vector<int32_t>& p
   const auto t1 = std::chrono::steady_clock::now();
   for (int i = 0; i < gen; ++i) {
     const int32_t one[1] = {argmax(logits)};
+    if (out != nullptr) out->push_back(one[0]);
     KAKEYA_ASSIGN_OR_RETURN(logits, ctx.eval(one));
   }
   t.decode_s = seconds_since(t1);
   return t;
 }
 
-int run_ar_bench(const BenchArgs& a) {
+int run_ar_bench(BenchArgs a) {
   auto fail = [](const Error& e) {
     std::cerr << "ar-bench: " << e.str() << "\n";
     return 1;
   };
+  auto threads = resolve_threads(a.threads);
+  if (!threads.ok()) return fail(threads.error());
+  a.threads = threads.value();
   std::vector<size_t> lengths;
   {
     std::stringstream ss(a.prompt_lengths);
@@ -117,13 +123,23 @@ int run_ar_bench(const BenchArgs& a) {
 
   nlohmann::json rows = nlohmann::json::array();
   nlohmann::json arms = nlohmann::json::array();
+  nlohmann::json gate_arms = nlohmann::json::array();  // the evidence gate's shape (bridge/gate.h)
   for (size_t len : lengths) {
     std::vector<double> pf_s, dc_s, pf_tps, dc_tps;
+    nlohmann::json gate_samples = nlohmann::json::array();
     for (int s = 0; s < a.samples; ++s) {
       // Each sample gets its own window of the sample text (offset 7·s).
       const auto prompt = make_prompt(tok.value(), kSampleText, len, static_cast<size_t>(s) * 7);
-      auto t = run_sample(ctx, prompt, a.gen_tokens);
+      std::vector<int32_t> generated;
+      auto t = run_sample(ctx, prompt, a.gen_tokens, &generated);
       if (!t.ok()) return fail(t.error());
+      gate_samples.push_back({{"prompt_id", "sample-L" + std::to_string(len) + "-" + std::to_string(s)},
+                              {"prefill_s", t->prefill_s},
+                              {"decode_s", t->decode_s},
+                              {"e2e_s", t->prefill_s + t->decode_s},
+                              {"decode_tokens", a.gen_tokens},
+                              {"text", tok->decode(generated)},
+                              {"resident_kv_bytes", ctx.kv().resident_bytes()}});
       const double ptps = static_cast<double>(len) / t->prefill_s;
       const double dtps = a.gen_tokens / t->decode_s;
       pf_s.push_back(t->prefill_s);
@@ -142,6 +158,16 @@ int run_ar_bench(const BenchArgs& a) {
       std::fprintf(stderr, "ar-bench: L=%zu sample %d: prefill %.1f tok/s, decode %.1f tok/s\n", len, s,
                    ptps, dtps);
     }
+    gate_arms.push_back({{"name", "prompt-" + std::to_string(len)},
+                         {"role", "baseline"},
+                         {"backend_requested", "cpu"},
+                         {"backend_used", "cpu"},
+                         {"timing_scope", "decode_only"},
+                         {"config", {{"prompt_tokens", len}, {"gen_tokens", a.gen_tokens}, {"threads", a.threads}}},
+                         {"samples", gate_samples},
+                         {"aggregates", {{"decode_tok_s_median", summarize(dc_tps).median},
+                                         {"decode_tokens_median", a.gen_tokens},
+                                         {"resident_kv_bytes_measured", true}}}});
     arms.push_back({{"name", "prompt-" + std::to_string(len)},
                     {"prompt_tokens", len},
                     {"samples", a.samples},
@@ -168,13 +194,15 @@ int run_ar_bench(const BenchArgs& a) {
   r["warmup"] = {{"done", true},
                  {"timed", false},
                  {"prompt_tokens", warm_prompt.size()},
-                 {"distinct_from_samples", true}};
+                 {"distinct_from_samples", true},
+                 {"prompt_id", "warmup"}};
   r["env"] = env_summary();
   r["model"] = model_provenance(model.value());
   r["engine"] = engine_info(a.threads);
   r["synthetic"] = model->synthetic();
   r["samples"] = rows;
   r["aggregates"] = arms;
+  r["arms"] = gate_arms;
   if (!a.out.empty()) {
     if (Status st = write_report(a.out, r); !st.ok()) return fail(st.error());
     std::cerr << "ar-bench: wrote " << (std::filesystem::path(a.out) / "report.json").string() << "\n";
@@ -200,7 +228,9 @@ void add_ar_bench(CLI::App& app, int& exit_code) {
   sub->add_option("--prompt-lengths", a->prompt_lengths, "Comma-separated prompt lengths in tokens")->capture_default_str();
   sub->add_option("--gen-tokens", a->gen_tokens, "Decode tokens per sample")->capture_default_str();
   sub->add_option("--samples", a->samples, "Timed samples per prompt length")->capture_default_str();
-  sub->add_option("--threads", a->threads, "CPU threads")->capture_default_str()->check(CLI::Range(1, 1024));
+  sub->add_option("--threads", a->threads, "CPU threads (0 = all; more than the machine has is an error)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
   sub->add_option("--n-ctx", a->n_ctx, "Context length (0 = the model's)")->capture_default_str();
   sub->add_option("--n-batch", a->n_batch, "Prefill chunk in tokens")->capture_default_str()->check(CLI::Range(1, 65536));
   sub->add_option("--out", a->out, "Directory for report.json (created if missing)")->required();

@@ -1,6 +1,7 @@
 // kakeya-engine generate: prefill a prompt, then decode token by token (greedy or sampled),
 // streaming the text to stdout; writes DIR/report.json with provenance and timings.
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -8,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/cmd/cli_threads.h"
 #include "engine/cmd/commands.h"
 #include "engine/llama.h"
 #include "engine/report.h"
@@ -19,10 +21,11 @@ namespace {
 
 struct GenerateArgs {
   std::string model;
-  std::string prompt;
+  std::string prompt;             // --prompt
+  std::string prompt_positional;  // after `--` (a prompt starting with '-' is still a value)
   int max_new_tokens = 64;
   SamplingParams sampling;
-  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = 0;  // 0 = every logical CPU
   size_t n_ctx = 0;
   size_t n_batch = 512;
   bool ignore_eos = false;
@@ -30,11 +33,38 @@ struct GenerateArgs {
   bool json = false;
 };
 
-int run_generate(const GenerateArgs& a) {
+// True when `s` is well-formed UTF-8 (RFC 3629: no overlongs, no surrogates, <= U+10FFFF).
+bool valid_utf8(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (len == 0 || i + static_cast<size_t>(len) > s.size()) return false;
+    uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
+    for (int k = 1; k < len; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
+      if ((cc >> 6) != 2) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += static_cast<size_t>(len);
+  }
+  return true;
+}
+
+int run_generate(GenerateArgs a) {
   auto fail = [](const Error& e) {
     std::cerr << "generate: " << e.str() << "\n";
     return 1;
   };
+  if (!a.prompt.empty() && !a.prompt_positional.empty())
+    return fail(make_error("bad_param", "give the prompt either with --prompt or after --, not both"));
+  if (!a.prompt_positional.empty()) a.prompt = a.prompt_positional;
+  if (!valid_utf8(a.prompt)) return fail(make_error("bad_param", "prompt is not valid UTF-8"));
+  auto threads = resolve_threads(a.threads);
+  if (!threads.ok()) return fail(threads.error());
+  a.threads = threads.value();
   if (a.max_new_tokens < 0) return fail(make_error("bad_param", "--max-new-tokens must be >= 0"));
   if (Status st = check_sampling_params(a.sampling); !st.ok()) return fail(st.error());
   auto model = LlamaModel::load(a.model);
@@ -139,13 +169,16 @@ void add_generate(CLI::App& app, int& exit_code) {
   auto* sub = app.add_subcommand("generate", "Generate text from a prompt (greedy or sampled), streaming to stdout");
   auto a = std::make_shared<GenerateArgs>();
   sub->add_option("--model", a->model, "GGUF model file")->required()->check(CLI::ExistingFile);
-  sub->add_option("--prompt", a->prompt, "Prompt text (use --prompt=TEXT for text starting with '-')");
+  sub->add_option("--prompt", a->prompt, "Prompt text (or give it after --, e.g. `-- -x`)");
+  sub->add_option("prompt", a->prompt_positional, "Prompt text as the last argument, after --");
   sub->add_option("--max-new-tokens", a->max_new_tokens, "Tokens to generate")->capture_default_str();
   sub->add_option("--temperature", a->sampling.temperature, "0 = greedy")->capture_default_str();
   sub->add_option("--top-k", a->sampling.top_k, "0 = all")->capture_default_str();
   sub->add_option("--top-p", a->sampling.top_p, "1 = all")->capture_default_str();
   sub->add_option("--seed", a->sampling.seed, "Sampling seed")->capture_default_str();
-  sub->add_option("--threads", a->threads, "CPU threads")->capture_default_str()->check(CLI::Range(1, 1024));
+  sub->add_option("--threads", a->threads, "CPU threads (0 = all; more than the machine has is an error)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
   sub->add_option("--n-ctx", a->n_ctx, "Context length (0 = the model's)")->capture_default_str();
   sub->add_option("--n-batch", a->n_batch, "Prefill chunk in tokens")->capture_default_str()->check(CLI::Range(1, 65536));
   sub->add_flag("--ignore-eos", a->ignore_eos, "Do not stop at the end-of-sequence token");

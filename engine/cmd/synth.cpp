@@ -5,6 +5,8 @@
 #include <string>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/cmd/commands.h"
 #include "engine/ggml_types.h"
 #include "engine/synth.h"
@@ -20,6 +22,7 @@ struct SynthArgs {
   std::string out;
   std::string vocab_from = "models/stories260K-f32.gguf";
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  bool json = false;
 };
 
 int run_synth(const SynthArgs& a) {
@@ -49,6 +52,14 @@ int run_synth(const SynthArgs& a) {
   o.n_threads = a.threads;
   if (Status st = write_synth_model(o, a.out); !st.ok()) return fail(st.error());
   std::error_code ec;
+  if (a.json) {
+    const nlohmann::json j = {{"kind", "synth"},   {"path", a.out},
+                              {"file_size_bytes", std::filesystem::file_size(a.out, ec)},
+                              {"shape", o.shape.name}, {"type", ggml_type_name(o.type)},
+                              {"seed", o.seed},      {"synthetic", true}};
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
   std::cout << "synth: wrote " << a.out << " (" << std::filesystem::file_size(a.out, ec) << " bytes, "
             << o.shape.name << ", " << ggml_type_name(o.type) << ", seed " << o.seed << ")\n";
   return 0;
@@ -78,6 +89,7 @@ void add_synth(CLI::App& app, int& exit_code) {
                   "GGUF whose tokenizer arrays are copied when --n-vocab matches its size")
       ->capture_default_str();
   sub->add_option("--threads", a->threads, "CPU threads")->capture_default_str()->check(CLI::Range(1, 1024));
+  sub->add_flag("--json", a->json, "Print a JSON summary of the written file instead of a line");
   sub->callback([a, &exit_code] { exit_code = run_synth(*a); });
 }
 

@@ -1,0 +1,84 @@
+// The shipped allowlist (manifests/presets.yaml): the engine presets `generate` and `ar-bench`
+// load, bound their params, and pass a prompt that starts with '-' as one value after "--".
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "bridge/catalog.h"
+#include "tests/harness/paths.h"
+
+namespace kakeya::bridge {
+namespace {
+
+using nlohmann::json;
+
+const PresetCatalog& shipped() {
+  static const PresetCatalog catalog = [] {
+    auto c = PresetCatalog::load_file(testing::source_dir() / "manifests" / "presets.yaml");
+    if (!c.ok()) ADD_FAILURE() << c.error().str();
+    return c.ok() ? std::move(c).value() : PresetCatalog{};
+  }();
+  return catalog;
+}
+
+std::vector<std::string> argv_for(const PresetSpec& p, const json& params) {
+  auto r = validate_params(p, params);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().str());
+  if (!r.ok()) return {};
+  ArgvContext ctx;
+  ctx.params = &r.value();
+  ctx.models = {{"target", "/models/m.gguf"}};
+  ctx.out_dir = "/out";
+  auto argv = resolve_argv(p, ctx);
+  EXPECT_TRUE(argv.ok()) << (argv.ok() ? "" : argv.error().str());
+  return argv.ok() ? argv.value() : std::vector<std::string>{};
+}
+
+TEST(PresetsCatalog, GeneratePassesADashPromptAsOneValueAfterDoubleDash) {
+  const PresetSpec* g = shipped().find("generate");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->models, std::vector<std::string>{"target"});
+  EXPECT_EQ(g->outputs, std::vector<std::string>{"report.json"});
+  const auto argv = argv_for(*g, {{"prompt", "-x --model /etc/passwd"}});
+  ASSERT_GE(argv.size(), 3u);
+  EXPECT_EQ(argv[0], "kakeya-engine");
+  EXPECT_EQ(argv[argv.size() - 2], "--");
+  EXPECT_EQ(argv.back(), "-x --model /etc/passwd");
+  EXPECT_NE(std::find(argv.begin(), argv.end(), "/models/m.gguf"), argv.end());
+}
+
+TEST(PresetsCatalog, GeneratePromptAcceptsPrintableUtf8UpToTheCap) {
+  const PresetSpec* g = shipped().find("generate");
+  ASSERT_NE(g, nullptr);
+  // Multi-byte UTF-8, tabs and newlines, at exactly max_length bytes.
+  std::string long_prompt;
+  const std::string unit = "Ünïcödé line\twith tab → ok\n";
+  while (long_prompt.size() + unit.size() <= 4096) long_prompt += unit;
+  while (long_prompt.size() < 4096) long_prompt += 'a';
+  EXPECT_TRUE(validate_params(*g, {{"prompt", long_prompt}}).ok());
+  EXPECT_FALSE(validate_params(*g, {{"prompt", long_prompt + "a"}}).ok()) << "over max_length";
+  EXPECT_FALSE(validate_params(*g, {{"prompt", std::string("bell\x07")}}).ok()) << "C0 control byte";
+  EXPECT_FALSE(validate_params(*g, {{"prompt", std::string("esc\x1b[2J")}}).ok()) << "terminal escape";
+}
+
+TEST(PresetsCatalog, GenerateAndArBenchParamsAreBounded) {
+  const PresetSpec* g = shipped().find("generate");
+  const PresetSpec* b = shipped().find("ar-bench");
+  ASSERT_NE(g, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_TRUE(validate_params(*g, {{"max_new_tokens", 2048}}).ok());
+  EXPECT_EQ(validate_params(*g, {{"max_new_tokens", 2049}}).error().code, "out_of_bounds");
+  EXPECT_EQ(validate_params(*g, {{"threads", 65}}).error().code, "out_of_bounds");
+  EXPECT_EQ(validate_params(*g, {{"temperature", -0.5}}).error().code, "out_of_bounds");
+  EXPECT_EQ(validate_params(*g, {{"top_p", 1.5}}).error().code, "out_of_bounds");
+  EXPECT_EQ(validate_params(*b, {{"gen_tokens", 4096}}).error().code, "out_of_bounds");
+  EXPECT_FALSE(validate_params(*b, {{"prompt_lengths", "16;rm"}}).ok());
+  const auto argv = argv_for(*b, {{"prompt_lengths", "16,128"}, {"threads", 2}});
+  ASSERT_FALSE(argv.empty());
+  EXPECT_EQ(argv[1], "ar-bench");
+  EXPECT_NE(std::find(argv.begin(), argv.end(), "16,128"), argv.end());
+  EXPECT_TRUE(b->gate.count("report.json"));
+}
+
+}  // namespace
+}  // namespace kakeya::bridge
