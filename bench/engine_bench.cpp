@@ -1,0 +1,439 @@
+// kakeya_engine_bench: the CPU engine against the machine's own limits, in one run.
+//
+//   1. memory bandwidth: STREAM-style triad a[i] = b[i] + s·c[i] over doubles, 3 arrays of
+//      --triad-mib MiB each, counted as 24 bytes per element (STREAM convention, no
+//      write-allocate), median of --triad-reps, at each thread count;
+//   2. OpenBLAS sgemm GFLOP/s (2·M·N·K / s, median of --sgemm-reps) for square and model-shaped
+//      problems, at each thread count;
+//   3. `kakeya-engine ar-bench` on synthetic TinyLlama-1.1B-shaped GGUFs (made once with the synth
+//      writer into --cache-dir) per type and thread count, each in its own process so its peak RSS
+//      (wait4 ru_maxrss) is that run's alone; derived:
+//        decode efficiency  = weight bytes read per token × decode tok/s ÷ triad bandwidth,
+//        prefill efficiency = prefill FLOP/s ÷ sgemm FLOP/s (model-shaped, same threads);
+//   4. oversubscription: one spinning child process, then decode at --threads 2 vs 1.
+// Prints a table and writes --out (default bench/results/engine-<host>.json). Never asserts.
+#include <cblas.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "engine/ggml_types.h"
+#include "engine/model.h"
+#include "engine/report.h"
+#include "engine/synth.h"
+#include "engine/thread_pool.h"
+
+extern "C" char** environ;
+
+namespace kakeya::engine {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+struct Args {
+  std::string out;
+  std::string cache_dir = (fs::temp_directory_path() / "kakeya-bench-models").string();
+  std::string engine;  // kakeya-engine binary
+  std::string shape = "tinyllama-1.1b";
+  std::vector<std::string> types = {"f16", "q8_0", "q4_0"};
+  std::vector<int> threads = {1, 2};
+  int triad_mib = 128;
+  int triad_reps = 10;
+  int sgemm_reps = 5;
+  std::vector<int> sgemm_square = {1024, 2048};
+  int prompt_tokens = 128;
+  int gen_tokens = 32;
+  int samples = 5;
+  bool oversubscribed = true;
+  std::string oversub_type = "q4_0";
+  std::string note;
+  bool keep_models = true;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  if (v.empty()) return 0;
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+json stats_json(const std::vector<double>& v) {
+  return {{"median", median(v)},
+          {"min", v.empty() ? 0 : *std::min_element(v.begin(), v.end())},
+          {"max", v.empty() ? 0 : *std::max_element(v.begin(), v.end())},
+          {"n", v.size()}};
+}
+
+std::string read_first_line(const char* path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// ---- 1. STREAM triad ----
+json triad(int n_threads, int mib, int reps) {
+  const size_t n = static_cast<size_t>(mib) * (size_t{1} << 20) / sizeof(double);
+  std::vector<double> a(n), b(n), c(n);
+  ThreadPool pool(n_threads);
+  const size_t parts = static_cast<size_t>(n_threads);
+  auto each = [&](auto&& body) {
+    pool.parallel_for(parts, [&](size_t p, int) {
+      const size_t lo = n * p / parts, hi = n * (p + 1) / parts;
+      body(lo, hi);
+    });
+  };
+  each([&](size_t lo, size_t hi) {
+    for (size_t i = lo; i < hi; ++i) { a[i] = 0; b[i] = 1.0 + static_cast<double>(i % 7); c[i] = 2.0; }
+  });
+  std::vector<double> gbs;
+  const double s = 3.0;
+  for (int r = 0; r < reps + 1; ++r) {
+    const auto t0 = Clock::now();
+    each([&](size_t lo, size_t hi) {
+      double* __restrict pa = a.data();
+      const double* __restrict pb = b.data();
+      const double* __restrict pc = c.data();
+      for (size_t i = lo; i < hi; ++i) pa[i] = pb[i] + s * pc[i];
+    });
+    const double sec = seconds_since(t0);
+    if (r > 0) gbs.push_back(3.0 * sizeof(double) * static_cast<double>(n) / sec / 1e9);  // r = 0: warm-up
+  }
+  volatile double sink = a[n / 2];
+  (void)sink;
+  return {{"threads", n_threads}, {"array_bytes", n * sizeof(double)}, {"gb_s", stats_json(gbs)}};
+}
+
+// ---- 2. sgemm: C[M][N] = A[M][K] · B[N][K]^T (the engine's layout: weights row-major [N][K]) ----
+json sgemm(int n_threads, int M, int N, int K, int reps, const std::string& label) {
+  openblas_set_num_threads(n_threads);
+  std::vector<float> A(static_cast<size_t>(M) * K), B(static_cast<size_t>(N) * K), C(static_cast<size_t>(M) * N);
+  for (size_t i = 0; i < A.size(); ++i) A[i] = static_cast<float>((i * 7) % 13) * 0.01f;
+  for (size_t i = 0; i < B.size(); ++i) B[i] = static_cast<float>((i * 5) % 11) * 0.01f;
+  std::vector<double> gf;
+  for (int r = 0; r < reps + 1; ++r) {
+    const auto t0 = Clock::now();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, A.data(), K, B.data(), K, 0.0f,
+                C.data(), N);
+    const double sec = seconds_since(t0);
+    if (r > 0) gf.push_back(2.0 * M * N * static_cast<double>(K) / sec / 1e9);
+  }
+  return {{"label", label}, {"threads", n_threads}, {"m", M}, {"n", N}, {"k", K}, {"gflop_s", stats_json(gf)}};
+}
+
+// ---- 3. models ----
+struct ModelCost {
+  double weight_bytes_per_token = 0;  // every layer matrix + output + one token_embd row + norms
+  double matmul_params_layers = 0;    // Σ n_in·n_out over the layer matrices
+  double output_params = 0;           // n_vocab·n_embd
+  int64_t n_layer = 0, n_embd = 0, n_head = 0, head_dim = 0;
+  double file_bytes = 0;
+};
+
+ModelCost model_cost(const LlamaModel& m) {
+  ModelCost c;
+  const auto& W = m.weights();
+  const auto& hp = m.hparams();
+  auto bytes = [](const WeightMatrix& w) { return static_cast<double>(w.row_bytes) * static_cast<double>(w.n_out); };
+  auto params = [](const WeightMatrix& w) { return static_cast<double>(w.n_in) * static_cast<double>(w.n_out); };
+  for (const auto& L : W.layers) {
+    for (const WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
+      c.weight_bytes_per_token += bytes(*w);
+      c.matmul_params_layers += params(*w);
+    }
+    c.weight_bytes_per_token += 2.0 * static_cast<double>(hp.n_embd) * sizeof(float);
+  }
+  c.weight_bytes_per_token += bytes(W.output) + static_cast<double>(W.token_embd.row_bytes);
+  c.output_params = params(W.output);
+  c.n_layer = hp.n_layer;
+  c.n_embd = hp.n_embd;
+  c.n_head = hp.n_head;
+  c.head_dim = hp.head_dim;
+  c.file_bytes = static_cast<double>(fs::file_size(m.path()));
+  return c;
+}
+
+// FLOPs of one ar-bench prefill of P tokens (logits for the last position only).
+double prefill_flops(const ModelCost& c, int P) {
+  const double p = P;
+  const double attn = static_cast<double>(c.n_layer) * c.n_head * c.head_dim * 2.0 * 2.0 * p * (p + 1) / 2.0;
+  return 2.0 * c.matmul_params_layers * p + 2.0 * c.output_params + attn;
+}
+
+struct ChildResult {
+  int status = -1;
+  long max_rss_kib = 0;
+  double wall_s = 0;
+};
+
+// Runs argv (no shell) and waits; peak RSS of that child from wait4.
+ChildResult run_child(const std::vector<std::string>& argv) {
+  std::vector<char*> av;
+  for (const auto& s : argv) av.push_back(const_cast<char*>(s.c_str()));
+  av.push_back(nullptr);
+  ChildResult r;
+  pid_t pid = 0;
+  const auto t0 = Clock::now();
+  if (posix_spawn(&pid, av[0], nullptr, nullptr, av.data(), environ) != 0) return r;
+  int status = 0;
+  struct rusage ru {};
+  if (wait4(pid, &status, 0, &ru) == pid) {
+    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.max_rss_kib = ru.ru_maxrss;
+  }
+  r.wall_s = seconds_since(t0);
+  return r;
+}
+
+std::string model_path(const Args& a, const std::string& type) {
+  return (fs::path(a.cache_dir) / ("synth-" + a.shape + "-" + type + "-seed1.gguf")).string();
+}
+
+Status ensure_model(const Args& a, const std::string& type) {
+  const std::string path = model_path(a, type);
+  if (fs::exists(path)) return Ok{};
+  std::error_code ec;
+  fs::create_directories(a.cache_dir, ec);
+  KAKEYA_ASSIGN_OR_RETURN(SynthShape shape, synth_shape(a.shape));
+  KAKEYA_ASSIGN_OR_RETURN(GgmlType t, ggml_type_from_name(type.c_str()));
+  SynthOptions o;
+  o.shape = shape;
+  o.type = t;
+  o.seed = 1;
+  o.n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::cerr << "engine_bench: writing " << path << "\n";
+  const auto t0 = Clock::now();
+  KAKEYA_TRY(write_synth_model(o, path));
+  std::cerr << "engine_bench: wrote it in " << seconds_since(t0) << " s\n";
+  return Ok{};
+}
+
+struct ArRun {
+  json report;
+  ChildResult child;
+};
+
+Result<ArRun> ar_bench(const Args& a, const std::string& model, int threads, int samples, const std::string& tag) {
+  const fs::path out = fs::path(a.cache_dir) / ("ar-" + tag);
+  fs::remove_all(out);
+  std::vector<std::string> argv = {a.engine, "ar-bench", "--model", model, "--prompt-lengths",
+                                   std::to_string(a.prompt_tokens), "--gen-tokens", std::to_string(a.gen_tokens),
+                                   "--samples", std::to_string(samples), "--threads", std::to_string(threads),
+                                   "--n-ctx", std::to_string(a.prompt_tokens + a.gen_tokens + 16),
+                                   "--out", out.string()};
+  ArRun r;
+  r.child = run_child(argv);
+  if (r.child.status != 0)
+    return make_error("child_failed", "ar-bench exited with " + std::to_string(r.child.status) + " on " + model);
+  std::ifstream in(out / "report.json");
+  r.report = json::parse(in, nullptr, false);
+  if (r.report.is_discarded()) return make_error("bad_report", "unreadable " + (out / "report.json").string());
+  return r;
+}
+
+double arm_median(const json& report, const char* key) {
+  return report["aggregates"][0][key]["median"].get<double>();
+}
+
+// ---- 4. a busy neighbour ----
+pid_t spawn_spinner() {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    volatile unsigned long x = 0;
+    for (;;) x = x + 1;
+  }
+  return pid;
+}
+
+std::string host_name() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  std::string h(buf);
+  for (char& ch : h)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '.') ch = '_';
+  return h.empty() ? "unknown" : h;
+}
+
+int run(Args a) {
+  if (a.engine.empty()) a.engine = (fs::read_symlink("/proc/self/exe").parent_path().parent_path() / "kakeya-engine").string();
+  if (!fs::exists(a.engine)) {
+    std::cerr << "engine_bench: kakeya-engine not found at " << a.engine << " (use --engine)\n";
+    return 2;
+  }
+  const std::string host = host_name();
+  if (a.out.empty()) a.out = "bench/results/engine-" + host + ".json";
+
+  json r;
+  r["kind"] = "engine-bench";
+  r["schema_version"] = 1;
+  r["created_at"] = utc_now_rfc3339();
+  r["host"] = host;
+  r["note"] = a.note;
+  r["load_before"] = read_first_line("/proc/loadavg");
+  r["env"] = env_summary();
+  r["config"] = {{"shape", a.shape}, {"types", a.types}, {"threads", a.threads}, {"triad_mib", a.triad_mib},
+                 {"triad_reps", a.triad_reps}, {"sgemm_reps", a.sgemm_reps}, {"prompt_tokens", a.prompt_tokens},
+                 {"gen_tokens", a.gen_tokens}, {"samples", a.samples}, {"engine", a.engine}};
+
+  std::map<int, double> bw, sg;  // threads -> triad GB/s, model-shaped sgemm GFLOP/s
+  json bws = json::array(), sgs = json::array();
+  for (int t : a.threads) {
+    json j = triad(t, a.triad_mib, a.triad_reps);
+    bw[t] = j["gb_s"]["median"].get<double>();
+    std::fprintf(stderr, "triad  threads %d: %.2f GB/s\n", t, bw[t]);
+    bws.push_back(j);
+  }
+  r["bandwidth"] = bws;
+  for (int t : a.threads) {
+    for (int n : a.sgemm_square) sgs.push_back(sgemm(t, n, n, n, a.sgemm_reps, "square"));
+    // Model-shaped: the prompt's tokens against ffn_up (n_ff × n_embd) of the shape.
+    auto shape = synth_shape(a.shape);
+    const int E = shape.ok() ? static_cast<int>(shape->n_embd) : 2048;
+    const int F = shape.ok() ? static_cast<int>(shape->n_ff) : 5632;
+    json j = sgemm(t, a.prompt_tokens, F, E, a.sgemm_reps, "model:prompt x ffn_up");
+    sg[t] = j["gflop_s"]["median"].get<double>();
+    sgs.push_back(j);
+    sgs.push_back(sgemm(t, a.prompt_tokens, E, F, a.sgemm_reps, "model:prompt x ffn_down"));
+    for (const auto& s : sgs)
+      if (s["threads"] == t)
+        std::fprintf(stderr, "sgemm  threads %d %-24s %5d x %5d x %5d: %.1f GFLOP/s\n", t,
+                     s["label"].get<std::string>().c_str(), s["m"].get<int>(), s["n"].get<int>(), s["k"].get<int>(),
+                     s["gflop_s"]["median"].get<double>());
+  }
+  r["sgemm"] = sgs;
+
+  json models = json::array();
+  std::printf("%-6s %3s %10s %10s %8s %8s %10s %10s %6s\n", "type", "thr", "prefill/s", "decode/s", "dec_eff",
+              "pre_eff", "peakRSS_MB", "file+KV_MB", "ratio");
+  for (const std::string& type : a.types) {
+    if (Status st = ensure_model(a, type); !st.ok()) {
+      std::cerr << "engine_bench: " << st.error().str() << "\n";
+      return 1;
+    }
+    auto m = LlamaModel::load(model_path(a, type));
+    if (!m.ok()) {
+      std::cerr << "engine_bench: " << m.error().str() << "\n";
+      return 1;
+    }
+    const ModelCost c = model_cost(m.value());
+    json runs = json::array();
+    for (int t : a.threads) {
+      auto ar = ar_bench(a, model_path(a, type), t, a.samples, type + "-t" + std::to_string(t));
+      if (!ar.ok()) {
+        std::cerr << "engine_bench: " << ar.error().str() << "\n";
+        return 1;
+      }
+      const double dec = arm_median(ar->report, "decode_tok_s");
+      const double pre = arm_median(ar->report, "prefill_tok_s");
+      const double pre_s = arm_median(ar->report, "prefill_s");
+      const double kv = ar->report["samples"][0]["kv_resident_bytes"].get<double>();
+      const double rss = static_cast<double>(ar->child.max_rss_kib) * 1024.0;
+      const double dec_eff = c.weight_bytes_per_token * dec / (bw[t] * 1e9);
+      const double pre_eff = prefill_flops(c, a.prompt_tokens) / pre_s / (sg[t] * 1e9);
+      runs.push_back({{"threads", t},
+                      {"prefill_tok_s", ar->report["aggregates"][0]["prefill_tok_s"]},
+                      {"decode_tok_s", ar->report["aggregates"][0]["decode_tok_s"]},
+                      {"decode_weight_gb_s", c.weight_bytes_per_token * dec / 1e9},
+                      {"decode_efficiency", dec_eff},
+                      {"prefill_gflop_s", prefill_flops(c, a.prompt_tokens) / pre_s / 1e9},
+                      {"prefill_efficiency", pre_eff},
+                      {"peak_rss_bytes", rss},
+                      {"kv_resident_bytes", kv},
+                      {"rss_over_file_plus_kv", rss / (c.file_bytes + kv)},
+                      {"child_wall_s", ar->child.wall_s},
+                      {"engine", ar->report["engine"]}});
+      std::printf("%-6s %3d %10.2f %10.2f %8.2f %8.2f %10.0f %10.0f %6.2f\n", type.c_str(), t, pre, dec, dec_eff,
+                  pre_eff, rss / 1e6, (c.file_bytes + kv) / 1e6, rss / (c.file_bytes + kv));
+      std::fflush(stdout);
+    }
+    models.push_back({{"type", type},
+                      {"path", model_path(a, type)},
+                      {"sha256_note", "synthetic, deterministic (seed 1); sha256 in each ar-bench report"},
+                      {"file_bytes", c.file_bytes},
+                      {"weight_bytes_per_token", c.weight_bytes_per_token},
+                      {"prefill_flops", prefill_flops(c, a.prompt_tokens)},
+                      {"runs", runs}});
+  }
+  r["models"] = models;
+
+  if (a.oversubscribed) {
+    if (Status st = ensure_model(a, a.oversub_type); !st.ok()) {
+      std::cerr << "engine_bench: " << st.error().str() << "\n";
+      return 1;
+    }
+    const pid_t spinner = spawn_spinner();
+    json arms = json::array();
+    std::map<int, double> dec;
+    for (int t : {2, 1}) {
+      auto ar = ar_bench(a, model_path(a, a.oversub_type), t, a.samples, "oversub-t" + std::to_string(t));
+      if (!ar.ok()) {
+        std::cerr << "engine_bench: " << ar.error().str() << "\n";
+        break;
+      }
+      dec[t] = arm_median(ar->report, "decode_tok_s");
+      arms.push_back({{"threads", t}, {"decode_tok_s", ar->report["aggregates"][0]["decode_tok_s"]}});
+    }
+    if (spinner > 0) {
+      kill(spinner, SIGKILL);
+      waitpid(spinner, nullptr, 0);
+    }
+    r["oversubscribed"] = {{"busy_processes", 1},
+                           {"type", a.oversub_type},
+                           {"cpus_online", std::thread::hardware_concurrency()},
+                           {"arms", arms},
+                           {"decode_2t_over_1t", dec.count(1) && dec[1] > 0 ? dec[2] / dec[1] : 0.0}};
+    std::printf("oversubscribed (1 spinning process, %s): decode 2 threads %.2f tok/s, 1 thread %.2f tok/s\n",
+                a.oversub_type.c_str(), dec[2], dec[1]);
+  }
+  r["load_after"] = read_first_line("/proc/loadavg");
+  if (!a.keep_models) fs::remove_all(a.cache_dir);
+
+  std::error_code ec;
+  fs::create_directories(fs::path(a.out).parent_path(), ec);
+  std::ofstream(a.out) << r.dump(2) << "\n";
+  std::cerr << "engine_bench: wrote " << a.out << "\n";
+  return 0;
+}
+
+}  // namespace
+}  // namespace kakeya::engine
+
+int main(int argc, char** argv) {
+  CLI::App app{"kakeya_engine_bench — bandwidth, sgemm and ar-bench efficiency of the CPU engine (JSON; never asserts)"};
+  kakeya::engine::Args a;
+  app.add_option("--out", a.out, "JSON output (default bench/results/engine-<host>.json)");
+  app.add_option("--cache-dir", a.cache_dir, "Where synthetic models are written and reused")->capture_default_str();
+  app.add_option("--engine", a.engine, "kakeya-engine binary (default: ../kakeya-engine next to this binary)");
+  app.add_option("--shape", a.shape, "Synth shape of the models")->capture_default_str();
+  app.add_option("--types", a.types, "Model tensor types")->delimiter(',')->capture_default_str();
+  app.add_option("--threads", a.threads, "Thread counts")->delimiter(',')->capture_default_str();
+  app.add_option("--triad-mib", a.triad_mib, "MiB per triad array")->capture_default_str()->check(CLI::Range(1, 8192));
+  app.add_option("--triad-reps", a.triad_reps, "Triad repetitions")->capture_default_str()->check(CLI::Range(1, 1000));
+  app.add_option("--sgemm-square", a.sgemm_square, "Square sgemm sizes")->delimiter(',')->capture_default_str();
+  app.add_option("--sgemm-reps", a.sgemm_reps, "sgemm repetitions")->capture_default_str()->check(CLI::Range(1, 1000));
+  app.add_option("--prompt-tokens", a.prompt_tokens, "ar-bench prompt length")->capture_default_str()->check(CLI::Range(1, 4096));
+  app.add_option("--gen-tokens", a.gen_tokens, "ar-bench decode tokens per sample")->capture_default_str()->check(CLI::Range(1, 4096));
+  app.add_option("--samples", a.samples, "ar-bench samples")->capture_default_str()->check(CLI::Range(1, 100));
+  app.add_option("--oversubscribed", a.oversubscribed, "Measure decode next to a spinning process")->capture_default_str();
+  app.add_option("--oversub-type", a.oversub_type, "Model type for the oversubscribed case")->capture_default_str();
+  app.add_option("--note", a.note, "Free text stored in the JSON (machine, load, ...)");
+  app.add_option("--keep-models", a.keep_models, "Keep the synthetic models in --cache-dir")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  return kakeya::engine::run(a);
+}
