@@ -100,6 +100,7 @@ void PolicyKvLayer::truncate(size_t n_tokens) {
 void PolicyKvLayer::on_commit(size_t n_committed) {
   const int64_t lo = static_cast<int64_t>(n_committed) - p_.window - p_.tail;
   if (lo < p_.sink) return;
+  if (std::none_of(groups_.begin(), groups_.end(), [](const Group& g) { return g.bounded; })) return;
   for (Group& g : groups_) {
     if (!g.bounded) continue;
     const auto begin = g.pos.begin();

@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
   kakeya::engine::cmd::add_specdecode_bench(app, exit_code);
   kakeya::engine::cmd::add_backend_parity(app, exit_code);
   kakeya::engine::cmd::add_niah_eval(app, exit_code);
+  kakeya::engine::cmd::add_kv_quant_eval(app, exit_code);
+  kakeya::engine::cmd::add_kv_calibrate(app, exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }
