@@ -47,6 +47,27 @@ std::string code_prompt(int i) {
 
 double median_of(std::vector<double> v) { return summarize(std::move(v)).median; }
 
+// `s` with every invalid UTF-8 sequence replaced by U+FFFD (decoded byte tokens of a random
+// model are often partial characters; JSON needs valid UTF-8).
+std::string utf8_sanitize(const std::string& s) {
+  std::string out;
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    bool ok = len > 0 && i + len <= s.size();
+    for (size_t j = 1; ok && j < len; ++j) ok = (static_cast<unsigned char>(s[i + j]) & 0xC0) == 0x80;
+    if (ok) {
+      out.append(s, i, len);
+      i += len;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
 struct ArmRun {
   std::string name;
   int block = 0;  // 0: autoregressive
@@ -180,7 +201,7 @@ Result<json> run_specdecode_bench(const SpecBenchConfig& c,
   for (size_t si = 0; si < prompts.size(); ++si) {
     for (ArmRun& arm : arms) {
       KAKEYA_ASSIGN_OR_RETURN(GenerationResult g, run_arm(arm, ids[si]));
-      const std::string text = tok.decode(g.tokens);
+      const std::string text = utf8_sanitize(tok.decode(g.tokens));
       const size_t decode_tokens = g.tokens.empty() ? 0 : g.tokens.size() - 1;
       const double tps = g.decode_s > 0 ? static_cast<double>(decode_tokens) / g.decode_s : 0.0;
       const double e2e = g.prefill_s + g.draft_prefill_s + g.decode_s;
