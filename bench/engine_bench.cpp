@@ -13,6 +13,7 @@
 //   4. oversubscription: one spinning child process, then decode at --threads 2 vs 1.
 // Prints a table and writes --out (default bench/results/engine-<host>.json). Never asserts.
 #include <cblas.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -190,7 +191,13 @@ ChildResult run_child(const std::vector<std::string>& argv) {
   ChildResult r;
   pid_t pid = 0;
   const auto t0 = Clock::now();
-  if (posix_spawn(&pid, av[0], nullptr, nullptr, av.data(), environ) != 0) return r;
+  // The child's stdout (its own table) is dropped; its stderr (progress) passes through.
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  const int rc = posix_spawn(&pid, av[0], &fa, nullptr, av.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return r;
   int status = 0;
   struct rusage ru {};
   if (wait4(pid, &status, 0, &ru) == pid) {
