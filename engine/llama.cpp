@@ -224,6 +224,8 @@ void LlamaContext::matmul_sgemm(const WeightMatrix& w, const float* x, size_t n,
 
 void LlamaContext::attention_batched(size_t il, const float* q, size_t n, size_t pos0, float* out) {
   // Per query head: S = Q_h·K_g^T (sgemm), masked softmax per row (pool), O_h = P·V_g (sgemm).
+  // Each KV head has its own view (bounded policies): a row sees the slots of
+  // kv_visible_ranges, the others get probability 0.
   const LlamaHparams& hp = model_.hparams();
   auto& views = s_->kv_views;
   kv_->layer(il).head_views(static_cast<size_t>(hp.n_head_kv), static_cast<size_t>(hp.head_dim),
@@ -235,6 +237,10 @@ void LlamaContext::attention_batched(size_t il, const float* q, size_t n, size_t
   const int q_stride = static_cast<int>(n_head) * hd;
   auto& scores = s_->scores;
   for (size_t h = 0; h < n_head; ++h) {
+    const KvSlots& slots = views[static_cast<size_t>(static_cast<int64_t>(h) / gqa)];
+    const int S = static_cast<int>(slots.n_slots);
+    const int ld_kv = static_cast<int>(slots.row_stride);
+    if (scores.size() < n * slots.n_slots) scores.resize(n * slots.n_slots);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n), S, hd, scale,
                 q + h * static_cast<size_t>(hd), q_stride, slots.k, ld_kv, 0.0f,
                 scores.data(), S);
@@ -265,8 +271,6 @@ void LlamaContext::attention_batched(size_t il, const float* q, size_t n, size_t
                 scores.data(), S, slots.v, ld_kv, 0.0f, out + h * static_cast<size_t>(hd),
                 q_stride);
   }
-  // Each KV head has its own view (bounded policies): a row sees the slots of
-  // kv_visible_ranges, the others get probability 0.
 }
 
 void LlamaContext::attention(size_t il, const float* q, size_t n, size_t pos0, float* out) {
@@ -290,20 +294,16 @@ void LlamaContext::attention(size_t il, const float* q, size_t n, size_t pos0, f
     // Slots are in ascending position order: the visible ones are [0, a) and [b, c).
     const KvVisibleRanges r = kv_visible_ranges(slots, static_cast<int32_t>(pos0 + t));
     const float* qh = q + t * q_stride + h * static_cast<size_t>(hd);
-    const KvSlots& slots = views[static_cast<size_t>(static_cast<int64_t>(h) / gqa)];
-    const int S = static_cast<int>(slots.n_slots);
-    const int ld_kv = static_cast<int>(slots.row_stride);
-    if (scores.size() < n * slots.n_slots) scores.resize(n * slots.n_slots);
     float* scores = s_->thread_f32[static_cast<size_t>(thread)].data();
     float mx = -INFINITY;
     auto score = [&](size_t s) {
       scores[s] = dot_f32(qh, slots.k + s * slots.row_stride, hd) * scale;
       mx = std::max(mx, scores[s]);
     };
-    for (size_t s = 0; s < r.a; ++s) acc(s);
-    for (size_t s = r.b; s < r.c; ++s) acc(s);
+    for (size_t s = 0; s < r.a; ++s) score(s);
+    for (size_t s = r.b; s < r.c; ++s) score(s);
     double sum = 0.0;
-    auto acc = [&](size_t s) {
+    auto expo = [&](size_t s) {
       scores[s] = std::exp(scores[s] - mx);
       sum += scores[s];
     };
@@ -312,13 +312,13 @@ void LlamaContext::attention(size_t il, const float* q, size_t n, size_t pos0, f
     const float inv = static_cast<float>(1.0 / sum);
     float* o = out + t * q_stride + h * static_cast<size_t>(hd);
     std::fill(o, o + hd, 0.0f);
-    auto expo = [&](size_t s) {
+    auto acc = [&](size_t s) {
       const float p = scores[s] * inv;
       const float* vs = slots.v + s * slots.row_stride;
       for (int64_t d = 0; d < hd; ++d) o[d] += p * vs[d];
     };
-    for (size_t s = 0; s < r.a; ++s) score(s);
-    for (size_t s = r.b; s < r.c; ++s) score(s);
+    for (size_t s = 0; s < r.a; ++s) acc(s);
+    for (size_t s = r.b; s < r.c; ++s) acc(s);
   });
 }
 
