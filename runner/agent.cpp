@@ -206,6 +206,9 @@ void Agent::handle_branch(const BranchView& view, PollStats& stats) {
 
   // claimed or running: someone's job (maybe ours from before a crash).
   const auto& st = *view.status;
+  if (st.runner_id == cfg_.runner_id && fs::exists(cfg_.work_dir / "spool" / sanitize(view.ref) / "meta.json")) {
+    return;  // our finished result waits in the spool: flush_spool publishes it, it is not stale
+  }
   const bool own_stale = st.runner_id == cfg_.runner_id && !active_refs_.count(view.ref);
   const double unchanged_s = std::chrono::duration<double>(clock_type::now() - t.first_seen).count();
   if (active_refs_.count(view.ref)) return;
@@ -247,6 +250,15 @@ void Agent::flush_spool() {
       continue;
     }
     if (active_refs_.count(pub->ref)) continue;
+    // The job pushed its commits from its own cache: bring the branch (and so the spooled tip)
+    // into the discovery cache before building the final commit on it.
+    auto fetched = bus_->fetch({pub->ref});
+    if (!fetched.ok()) continue;
+    if (!fetched->count(pub->ref)) {
+      spdlog::info("spool {}: branch gone, dropping result", pub->ref);
+      fs::remove_all(entry.path(), ec);
+      continue;
+    }
     const auto outcome = publish_final(*bus_, pub.value(), runner_author(cfg_), 0);
     if (outcome == PublishOutcome::RetryLater) continue;
     spdlog::info("spool {}: {}", pub->ref, outcome == PublishOutcome::Published ? "published" : "dropped (fenced or gone)");

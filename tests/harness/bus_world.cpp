@@ -141,6 +141,7 @@ BusWorld::BusWorld(Transport t) : transport_(t) {
          "    description: Needs the gpu label\n"
          "    argv: [" << job << "]\n"
          "    labels: [gpu]\n"
+         "    env: [KAKEYA_TEST_LEDGER]\n"
          "    timeout_s: 30\n";
 }
 
@@ -194,6 +195,11 @@ nlohmann::json BusWorld::status(const std::string& branch) {
   if (s.empty()) return nullptr;
   auto j = nlohmann::json::parse(s, nullptr, false);
   return j.is_discarded() ? nlohmann::json(nullptr) : j;
+}
+
+std::string BusWorld::state(const std::string& branch) {
+  const auto st = status(branch);
+  return st.is_object() ? st.value("state", "") : "";
 }
 
 std::map<std::string, nlohmann::json> BusWorld::wait_terminal(const std::vector<std::string>& branches,

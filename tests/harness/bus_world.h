@@ -96,6 +96,8 @@ class BusWorld {
   std::string request(std::vector<std::string> args);
   // status.json of the branch tip (null when absent or unreadable).
   nlohmann::json status(const std::string& branch);
+  // The state in status.json ("" when there is none yet, i.e. queued).
+  std::string state(const std::string& branch);
   // Polls the remote (one ls_remote, fetches only moved branches) until every branch has a
   // terminal status or `timeout_s` passes. Returns branch -> status (null when never terminal).
   std::map<std::string, nlohmann::json> wait_terminal(const std::vector<std::string>& branches, double timeout_s);

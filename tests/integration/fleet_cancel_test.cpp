@@ -35,7 +35,7 @@ TEST(FleetCancel, QueuedRunningAndFinished) {
   const std::string running = world.request({"test-long", "-p", "sleep_ms=60000"});
   const std::string nonce = nonce_of(running, "test-long");
   ASSERT_TRUE(wait_until([&] { return count_of(world.ledger_nonces(), nonce) == 1; }, 30)) << runner->log();
-  ASSERT_TRUE(wait_until([&] { return world.status(running).value("state", "") == "running"; }, 10));
+  ASSERT_TRUE(wait_until([&] { return world.state(running) == "running"; }, 10));
   const auto line = world.ledger_lines().back();
   const pid_t job_pid = static_cast<pid_t>(std::stol(line.substr(line.rfind(' ') + 1)));
   auto c2 = world.kakeya({"cancel", running, "--reason", "test says stop"});

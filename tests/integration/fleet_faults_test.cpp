@@ -35,7 +35,7 @@ TEST(FleetFaults, ServerDownDuringJobResultIsSpooledAndPublishedWhenItReturns) {
                                      {"publish_retry_s", "1"}});
   const std::string b = world.request({"test-job", "-p", "sleep_ms=1500"});
   const std::string nonce = nonce_of(b, "test-job");
-  ASSERT_TRUE(wait_until([&] { return world.status(b).value("state", "") == "running"; }, 30)) << r->log();
+  ASSERT_TRUE(wait_until([&] { return world.state(b) == "running"; }, 30)) << r->log();
   world.stop_server();
   ASSERT_TRUE(wait_until([&] { return finished(world, nonce); }, 20));
   // Down for several poll intervals after the job ended: the result must wait on disk.
@@ -52,7 +52,8 @@ TEST(FleetFaults, ServerDownDuringJobResultIsSpooledAndPublishedWhenItReturns) {
   EXPECT_NE(world.read_run_file(b, std::string(bridge::kResultsDir) + "result.json"), "");
   // The runner serves new work afterwards.
   const std::string b2 = world.request({"test-job"});
-  EXPECT_EQ(world.wait_state(b2, "terminal", 30).value("state", ""), "succeeded") << r->log();
+  world.wait_state(b2, "terminal", 30);
+  EXPECT_EQ(world.state(b2), "succeeded") << r->log();
 }
 
 TEST(FleetFaults, BlackholedNetworkHitsDeadlinesNotHangsAndJobIsPublishedAfter) {
@@ -66,14 +67,14 @@ TEST(FleetFaults, BlackholedNetworkHitsDeadlinesNotHangsAndJobIsPublishedAfter) 
                                      {"publish_retry_s", "600"}});
   const std::string b = world.request({"test-job", "-p", "sleep_ms=2000"});
   const std::string nonce = nonce_of(b, "test-job");
-  ASSERT_TRUE(wait_until([&] { return world.status(b).value("state", "") == "running"; }, 30)) << r->log();
+  ASSERT_TRUE(wait_until([&] { return world.state(b) == "running"; }, 30)) << r->log();
   proxy->set_mode(FaultProxy::Mode::Blackhole);
   ASSERT_TRUE(wait_until([&] { return finished(world, nonce); }, 20));
   // Heartbeats, polls and the final publish all time out while the network is black-holed.
   ASSERT_TRUE(wait_until([&] { return r->log().find("exceeded op_timeout_s") != std::string::npos; }, 15))
       << r->log();
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  EXPECT_TRUE(world.status(b).value("state", "") == "running");
+  EXPECT_TRUE(world.state(b) == "running");
   proxy->set_mode(FaultProxy::Mode::Pass);
   json st = world.wait_state(b, "terminal", 60);
   ASSERT_TRUE(st.is_object()) << r->log();
@@ -94,7 +95,7 @@ TEST(FleetFaults, SecondClientPushAfterClaimIsHandledWithoutRunningTwice) {
   auto r2 = world.start_runner("r2", {{"heartbeat_s", "0.3"}, {"lease_s", "5"}});
   const std::string b = world.request({"test-job", "-p", "sleep_ms=2000"});
   const std::string ref = "refs/heads/" + b;
-  ASSERT_TRUE(wait_until([&] { return world.status(b).value("state", "") == "running"; }, 30));
+  ASSERT_TRUE(wait_until([&] { return world.state(b) == "running"; }, 30));
   // The client pushes another commit on the claimed branch (CAS; retried if a heartbeat wins).
   auto& bus = world.bus();
   bool pushed = false;

@@ -62,7 +62,8 @@ TEST(FleetGc, DeletesOnlyFinishedBranchesOlderThanTheCutoff) {
 
   // The running job is unaffected; end it.
   ASSERT_EQ(world.kakeya({"cancel", running}).exit_code, 0);
-  EXPECT_EQ(world.wait_state(running, "terminal", 30).value("state", ""), "cancelled");
+  world.wait_state(running, "terminal", 30);
+  EXPECT_EQ(world.state(running), "cancelled");
 }
 
 }  // namespace

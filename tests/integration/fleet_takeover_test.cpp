@@ -29,7 +29,7 @@ TEST(FleetTakeover, KilledRunnerIdempotentJobIsTakenOverAndRestartedRunnerDoesNo
   const std::string b = world.request({"test-idem", "-p", "sleep_ms=3000"});
   const std::string nonce = nonce_of(b, "test-idem");
   ASSERT_TRUE(wait_until([&] { return started(world, nonce); }, 30)) << ra->log();
-  ASSERT_TRUE(wait_until([&] { return world.status(b).value("state", "") == "running"; }, 10));
+  ASSERT_TRUE(wait_until([&] { return world.state(b) == "running"; }, 10));
   ra->signal(SIGKILL);
   ra->wait();
 
@@ -63,7 +63,7 @@ TEST(FleetTakeover, KilledRunnerNonIdempotentJobEndsInInfraErrorWithoutRerun) {
   const std::string b = world.request({"test-job", "-p", "sleep_ms=2000"});
   const std::string nonce = nonce_of(b, "test-job");
   ASSERT_TRUE(wait_until([&] { return started(world, nonce); }, 30)) << ra->log();
-  ASSERT_TRUE(wait_until([&] { return world.status(b).value("state", "") == "running"; }, 10));
+  ASSERT_TRUE(wait_until([&] { return world.state(b) == "running"; }, 10));
   ra->signal(SIGKILL);
   ra->wait();
   auto rb = world.start_runner("rb", {{"heartbeat_s", "0.5"}, {"lease_s", "2"}});
@@ -82,7 +82,7 @@ TEST(FleetTakeover, RestartedRunnerResolvesItsOwnStaleClaimWithoutWaitingForTheL
   auto ra = world.start_runner("ra", {{"heartbeat_s", "0.5"}, {"lease_s", "300"}});
   const std::string b = world.request({"test-job", "-p", "sleep_ms=2000"});
   ASSERT_TRUE(wait_until([&] { return started(world, nonce_of(b, "test-job")); }, 30)) << ra->log();
-  ASSERT_TRUE(wait_until([&] { return world.status(b).value("state", "") == "running"; }, 10));
+  ASSERT_TRUE(wait_until([&] { return world.state(b) == "running"; }, 10));
   ra->signal(SIGKILL);
   ra->wait();
   auto ra2 = world.start_runner("ra", {{"heartbeat_s", "0.5"}, {"lease_s", "300"}});
@@ -98,7 +98,7 @@ TEST(FleetTakeover, StalledRunnerIsFencedAfterTakeoverAndPublishesNothing) {
   const std::string b = world.request({"test-idem", "-p", "sleep_ms=2500"});
   const std::string nonce = nonce_of(b, "test-idem");
   ASSERT_TRUE(wait_until([&] { return started(world, nonce); }, 30)) << ra->log();
-  ASSERT_TRUE(wait_until([&] { return world.status(b).value("state", "") == "running"; }, 10));
+  ASSERT_TRUE(wait_until([&] { return world.state(b) == "running"; }, 10));
   ra->signal(SIGSTOP);  // the runner stalls; its job keeps running in its own process group
   auto rb = world.start_runner("rb", {{"heartbeat_s", "0.3"}, {"lease_s", "1.5"}});
   ASSERT_TRUE(wait_until([&] { return world.status(b).value("claim_gen", 0) == 2; }, 30)) << rb->log();
