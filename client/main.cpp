@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
       cmd::add_presets(app, g), cmd::add_request(app, g), cmd::add_run(app, g),
       cmd::add_wait(app, g),    cmd::add_status(app, g),  cmd::add_fetch(app, g),
       cmd::add_cancel(app, g),  cmd::add_list(app, g),    cmd::add_doctor(app, g),
-      cmd::add_runners(app, g), cmd::add_gc(app, g)};
+      cmd::add_runners(app, g), cmd::add_gc(app, g),     cmd::add_gate(app, g)};
 
   try {
     app.parse(argc, argv);

@@ -61,9 +61,9 @@ TEST(BusCli, RunnerDoctorReportsEachCheck) {
 
 TEST(BusCli, EveryCommandHasHelp) {
   for (const auto& [bin, subs] : std::vector<std::pair<std::string, std::vector<std::string>>>{
-           {"kakeya", {"presets", "request", "run", "wait", "status", "fetch", "cancel", "list", "doctor"}},
+           {"kakeya", {"presets", "request", "run", "wait", "status", "fetch", "cancel", "list", "doctor", "runners", "gc", "gate"}},
            {"kakeya-runner", {"run", "once", "doctor"}},
-           {"kakeya-engine", {"env-probe", "generate", "ar-bench", "synth"}}}) {
+           {"kakeya-engine", {"env-probe", "generate", "ar-bench", "synth", "niah-eval", "kv-quant-eval", "kv-calibrate", "specdecode-bench", "backend-parity"}}}) {
     auto top = run_cmd({(binary_dir() / bin).string(), "--help"}, {}, 30);
     EXPECT_EQ(top.exit_code, 0) << bin;
     for (const auto& s : subs) {
@@ -90,6 +90,45 @@ TEST(BusCli, CancelWhileQueuedEndsCancelledWithoutRunning) {
   auto again = world.kakeya({"cancel", branch});
   EXPECT_EQ(again.exit_code, 0);
   EXPECT_NE((again.out + again.err).find("already cancelled"), std::string::npos) << again.out << again.err;
+}
+
+}  // namespace
+}  // namespace kakeya::testing
+
+namespace kakeya::testing {
+namespace {
+
+// `kakeya gate FILE...` runs the same evidence rules as the runner, by hand.
+TEST(GateCli, PassesAValidReportAndNamesEachViolation) {
+  const std::string kakeya = (binary_dir() / "kakeya").string();
+  const fs::path fixture = data_dir() / "gate" / "specdecode-bench.json";
+  auto ok = run_cmd({kakeya, "gate", fixture.string()}, {}, 30);
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+  EXPECT_NE(ok.out.find("PASS"), std::string::npos);
+
+  TempDir tmp;
+  json report = json::parse(std::ifstream(fixture));
+  report["model"].erase("sha256");
+  const fs::path bad = tmp.path() / "no-provenance.json";
+  std::ofstream(bad) << report.dump();
+  auto r = run_cmd({kakeya, "gate", fixture.string(), bad.string(), "--json"}, {}, 30);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const json verdicts = json::parse(r.out);
+  ASSERT_EQ(verdicts.size(), 2u);
+  EXPECT_TRUE(verdicts[0]["passed"].get<bool>());
+  EXPECT_FALSE(verdicts[1]["passed"].get<bool>());
+  ASSERT_EQ(verdicts[1]["evidence_violations"].size(), 1u) << verdicts[1].dump(2);
+  EXPECT_EQ(verdicts[1]["evidence_violations"][0]["code"], "PROVENANCE");
+
+  // The committed NIAH ladder keeps arms that lose recall on purpose: the gate must say so.
+  const fs::path niah = source_dir() / "bench" / "results" / "niah-vm.json";
+  ASSERT_TRUE(fs::exists(niah));
+  auto n = run_cmd({kakeya, "gate", niah.string()}, {}, 30);
+  EXPECT_EQ(n.exit_code, 1);
+  EXPECT_NE(n.out.find("RECALL_DELTA"), std::string::npos) << n.out;
+  auto missing = run_cmd({kakeya, "gate", (tmp.path() / "nope.json").string()}, {}, 30);
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("nope.json"), std::string::npos) << missing.err;
 }
 
 }  // namespace
