@@ -59,8 +59,8 @@ if "$bin/kakeya" presets generate >/dev/null 2>&1; then
   echo "== kakeya run generate on the bundled stories260K model"
   "$bin/kakeya" run generate -p prompt="Once upon a time" -p max_new_tokens=120 --wait 600 \
     --fetch "$work/results/generate"
-  echo "== story"
-  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["text"])' \
+  echo "== story (prompt + generated text)"
+  python3 -c 'import json,sys; print("Once upon a time" + json.load(open(sys.argv[1]))["text"])' \
     "$work/results/generate/results/report.json"
 fi
 echo "== done: the runner log is $work/runner.log (kept with KAKEYA_KEEP_DEMO=1)"
