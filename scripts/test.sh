@@ -22,6 +22,6 @@ fi
 
 if [ -x "$root/tests/fuzz/run.sh" ] && [ "${KAKEYA_SKIP_FUZZ:-0}" != 1 ]; then
   echo "== fuzz the GGUF reader (short run)"
-  bash "$root/tests/fuzz/run.sh" "${KAKEYA_FUZZ_SECONDS:-60}"
+  FUZZ_SECONDS="${KAKEYA_FUZZ_SECONDS:-60}" bash "$root/tests/fuzz/run.sh"
 fi
 echo "== all tests passed"
