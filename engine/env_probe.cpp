@@ -209,7 +209,8 @@ nlohmann::json probe_vulkan() {
   j["available"] = false;
   j["reason"] = "built without Vulkan headers";
 #endif
-  dlclose(lib);
+  // The loader stays mapped: ICDs do not unload cleanly, and keeping them mapped lets
+  // LeakSanitizer attribute their allocations (bridge/version.cpp suppressions).
   return j;
 }
 

@@ -16,7 +16,7 @@ if [ "${KAKEYA_SKIP_SANITIZE:-0}" != 1 ]; then
   echo "== tests under AddressSanitizer + UBSan"
   KAKEYA_BUILD_TYPE=Debug bash "$root/scripts/build.sh" "$root/build-asan" -DKAKEYA_WERROR=ON \
     -DKAKEYA_SANITIZE=ON -DKAKEYA_TESTS=ON -DKAKEYA_BENCH=OFF
-  (cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$jobs" --timeout 1800 \
+  (cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j "$jobs" --timeout 1800 \
     -LE slow)
 fi
 

@@ -91,11 +91,14 @@ BusWorld::BusWorld(Transport t) : transport_(t) {
   const std::string job = (binary_dir() / "kakeya-test-job").string();
   std::ofstream cat(catalog_path());
   cat << "version: 1\n"
-         "env_allowlist: [KAKEYA_TEST_LEDGER, KAKEYA_TEST_SECRET]\n"
+         // ASAN_OPTIONS reaches env-probe jobs so sanitizer builds of the engine run with the
+         // suite's sanitizer settings (scripts/test.sh); it is unset in normal builds.
+         "env_allowlist: [KAKEYA_TEST_LEDGER, KAKEYA_TEST_SECRET, ASAN_OPTIONS]\n"
          "presets:\n"
          "  - name: env-probe\n"
          "    description: Describe the runner machine\n"
          "    argv: [kakeya-engine, env-probe, --out, \"${OUT}\"]\n"
+         "    env: [ASAN_OPTIONS]\n"
          "    timeout_s: 120\n"
          "    outputs: [report.json]\n"
          "  - name: test-job\n"
