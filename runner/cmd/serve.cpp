@@ -45,6 +45,25 @@ void start_signal_thread() {
   }).detach();
 }
 
+// Start-up shared by `run` and `once`: logging, signals, config/catalog/credentials (exit 2 on
+// error), then the agent's bus and work dirs (exit 1 on error). nullptr on failure.
+std::unique_ptr<Agent> start_agent(const CommonOptions& o, int& exit_code) {
+  setup_logging(o);
+  start_signal_thread();
+  auto loaded = load_all(o);
+  if (!loaded) {
+    exit_code = 2;
+    return nullptr;
+  }
+  auto agent = std::make_unique<Agent>(loaded->cfg, loaded->catalog, loaded->creds);
+  if (auto st = agent->init(); !st.ok()) {
+    std::cerr << "kakeya-runner: " << st.error().str() << "\n";
+    exit_code = 1;
+    return nullptr;
+  }
+  return agent;
+}
+
 }  // namespace
 
 void add_run(CLI::App& app, int& exit_code) {
@@ -52,20 +71,9 @@ void add_run(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<CommonOptions>();
   add_common_options(sub, *o);
   sub->callback([o, &exit_code] {
-    setup_logging(*o);
-    start_signal_thread();
-    auto loaded = load_all(*o);
-    if (!loaded) {
-      exit_code = 2;
-      return;
-    }
-    Agent agent(loaded->cfg, loaded->catalog, loaded->creds);
-    if (auto st = agent.init(); !st.ok()) {
-      std::cerr << "kakeya-runner: " << st.error().str() << "\n";
-      exit_code = 1;
-      return;
-    }
-    auto st = agent.run_daemon(g_stop);
+    auto agent = start_agent(*o, exit_code);
+    if (!agent) return;
+    auto st = agent->run_daemon(g_stop);
     exit_code = st.ok() ? 0 : 1;
     spdlog::info("runner stopped");
   });
@@ -79,20 +87,9 @@ void add_once(CLI::App& app, int& exit_code) {
   sub->add_option("--max-seconds", *max_seconds, "Give up (cancel running jobs) after this long")
       ->check(CLI::PositiveNumber);
   sub->callback([o, max_seconds, &exit_code] {
-    setup_logging(*o);
-    start_signal_thread();
-    auto loaded = load_all(*o);
-    if (!loaded) {
-      exit_code = 2;
-      return;
-    }
-    Agent agent(loaded->cfg, loaded->catalog, loaded->creds);
-    if (auto st = agent.init(); !st.ok()) {
-      std::cerr << "kakeya-runner: " << st.error().str() << "\n";
-      exit_code = 1;
-      return;
-    }
-    auto st = agent.run_once(*max_seconds, g_stop);
+    auto agent = start_agent(*o, exit_code);
+    if (!agent) return;
+    auto st = agent->run_once(*max_seconds, g_stop);
     if (!st.ok()) std::cerr << "kakeya-runner: " << st.error().str() << "\n";
     exit_code = st.ok() ? 0 : 1;
   });
