@@ -13,6 +13,9 @@ namespace {
 
 // Floats of one dequantized weight tile for the sgemm path (8 MiB).
 constexpr size_t kTileFloats = size_t{2} << 20;
+// Bytes of weight rows reused across the tokens of a quantized-activation batch (about half of
+// a typical 1 MiB L2; see matmul_quantized).
+constexpr size_t kVerifyTileBytes = size_t{256} << 10;
 
 float dot_f32(const float* a, const float* b, int64_t n) {
   float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -187,10 +190,20 @@ void LlamaContext::matmul_quantized(std::span<const MatmulOut> outs, const float
     for (const MatmulOut& o : outs) {
       const size_t rows = static_cast<size_t>(o.w->n_out);
       const size_t r0 = std::max(a, base), r1 = std::min(b, base + rows);
-      if (r0 < r1) {
-        for (size_t t = 0; t < n; ++t) {
-          matvec(o.w->type, o.w->data, o.w->n_in, static_cast<int64_t>(r0 - base),
-                 static_cast<int64_t>(r1 - base), acts[t], o.y + t * rows + (r0 - base));
+      if (r0 < r1 && n == 1) {
+        matvec(o.w->type, o.w->data, o.w->n_in, static_cast<int64_t>(r0 - base), static_cast<int64_t>(r1 - base),
+               acts[0], o.y + (r0 - base));
+      } else if (r0 < r1) {
+        // Several tokens (verify blocks): a tile of rows small enough to stay in L1/L2 is read
+        // from memory once and reused for every token, instead of streaming the rows n times.
+        const size_t row_bytes = ggml_row_bytes(o.w->type, o.w->n_in);
+        const size_t tile = std::max<size_t>(4, (kVerifyTileBytes / row_bytes) & ~size_t{3});
+        for (size_t t0 = r0; t0 < r1; t0 += tile) {
+          const size_t t1 = std::min(r1, t0 + tile);
+          for (size_t t = 0; t < n; ++t) {
+            matvec(o.w->type, o.w->data, o.w->n_in, static_cast<int64_t>(t0 - base),
+                   static_cast<int64_t>(t1 - base), acts[t], o.y + t * rows + (t0 - base));
+          }
         }
       }
       base += rows;

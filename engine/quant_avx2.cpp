@@ -114,6 +114,8 @@ float dot_q4_0(const BlockQ4_0* x, const BlockQ8_0* y, int64_t nb) {
 // Rows [r0, r1) of a Q4_0 matrix, four rows at a time (one activation load per block, the four
 // integer block sums reduced together); each lane is its own row's fma chain, so the result is
 // bit-identical to dot_q4_0 row by row.
+constexpr int64_t kPrefetchGroups = 2;
+
 void rows_q4_0(const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act, float* y) {
   const int64_t nb = n / 32;
   const size_t stride = ggml_row_bytes(GgmlType::Q4_0, n);
@@ -128,7 +130,16 @@ void rows_q4_0(const void* w, int64_t n, int64_t r0, int64_t r1, const Activatio
     __m128 acc = _mm_setzero_ps();
     const __m256i ones16 = _mm256_set1_epi16(1);
     const __m256i low4 = _mm256_set1_epi8(0x0F);
+    // Rows are only ~1 KiB long, too short for the hardware prefetcher to get ahead of four
+    // interleaved row streams: prefetch the group kPrefetchGroups ahead, spread over this loop.
+    // (A prefetch never faults, so the rows past r1, or past the matrix, need no bounds check;
+    // the ones past r1 are usually the caller's next tile or another thread's range.)
+    const uint8_t* pf = base + static_cast<size_t>(r + 4 * kPrefetchGroups) * stride;
+    const size_t pf_step = 4 * stride / static_cast<size_t>(nb);  // bytes of the group per block
     for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* p = pf + static_cast<size_t>(b) * pf_step;
+      _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + 63), _MM_HINT_T0);
       // Unsigned nibbles (0..15) · qy, minus 8·Σqy once per block: the same exact integer sums
       // as (q - 8)·qy, with fewer instructions per row.
       const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs));
@@ -322,12 +333,20 @@ inline float row_dot(const void* row, const void* a, int64_t n) {
   }
 }
 
+constexpr int64_t kPrefetchRows = 2;
+
 template <GgmlType T>
 void rows_dot(const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act, float* y) {
   const size_t stride = ggml_row_bytes(T, n);
   const auto* base = static_cast<const uint8_t*>(w);
   const void* a = act.bytes.data();
-  for (int64_t r = r0; r < r1; ++r) y[r - r0] = row_dot<T>(base + static_cast<size_t>(r) * stride, a, n);
+  // Prefetch the row kPrefetchRows ahead while this one is computed (see rows_q4_0).
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint8_t* pf = base + static_cast<size_t>(r + kPrefetchRows) * stride;
+    for (size_t off = 0; off < stride; off += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(pf + off), _MM_HINT_T0);
+    y[r - r0] = row_dot<T>(base + static_cast<size_t>(r) * stride, a, n);
+  }
 }
 
 float avx2_vec_dot(GgmlType type, const void* row, const ActivationBuffer& act) {

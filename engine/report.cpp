@@ -83,6 +83,10 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+std::string report_json_text(const nlohmann::json& report) {
+  return report.dump(2, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
+}
+
 Status write_report(const std::filesystem::path& dir, const nlohmann::json& report) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -92,7 +96,7 @@ Status write_report(const std::filesystem::path& dir, const nlohmann::json& repo
   {
     std::ofstream out(tmp);
     if (!out) return make_error("io", "cannot write " + tmp.string());
-    out << report.dump(2) << "\n";
+    out << report_json_text(report) << "\n";
     if (!out) return make_error("io", "write failed: " + tmp.string());
   }
   std::filesystem::rename(tmp, final_path, ec);

@@ -41,7 +41,12 @@ nlohmann::json to_json(const SampleStats& s);
 // Seconds elapsed on the steady clock since `start`.
 double seconds_since(std::chrono::steady_clock::time_point start);
 
-// Writes `report` (pretty, 2-space indent) to dir/report.json, creating dir; written to a
+// `report` as pretty JSON text (2-space indent). Strings that are not valid UTF-8 (decoded text
+// can end inside a multi-byte character, and byte-fallback tokens of a synthetic model are
+// arbitrary bytes) have each invalid byte replaced by U+FFFD instead of throwing.
+std::string report_json_text(const nlohmann::json& report);
+
+// Writes report_json_text(report) to dir/report.json, creating dir; written to a
 // temporary file and renamed, so a reader never sees half a report. Errors: "io".
 Status write_report(const std::filesystem::path& dir, const nlohmann::json& report);
 

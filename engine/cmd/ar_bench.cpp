@@ -208,7 +208,7 @@ int run_ar_bench(BenchArgs a) {
     std::cerr << "ar-bench: wrote " << (std::filesystem::path(a.out) / "report.json").string() << "\n";
   }
   if (a.json) {
-    std::cout << r.dump(2) << "\n";
+    std::cout << report_json_text(r) << "\n";
   } else {
     std::printf("%-10s %8s %16s %16s\n", "prompt", "samples", "prefill tok/s", "decode tok/s");
     for (const auto& arm : arms) {

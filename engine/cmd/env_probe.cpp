@@ -6,6 +6,7 @@
 
 #include "engine/cmd/commands.h"
 #include "engine/env_probe.h"
+#include "engine/report.h"
 
 namespace kakeya::engine::cmd {
 
@@ -22,7 +23,7 @@ void add_env_probe(CLI::App& app, int& exit_code) {
       std::filesystem::create_directories(*out, ec);
       const auto path = std::filesystem::path(*out) / "report.json";
       std::ofstream f(path);
-      f << report.dump(2) << "\n";
+      f << report_json_text(report) << "\n";
       if (!f) {
         std::cerr << "env-probe: cannot write " << path << "\n";
         exit_code = 1;
@@ -31,7 +32,7 @@ void add_env_probe(CLI::App& app, int& exit_code) {
       std::cerr << "env-probe: wrote " << path.string() << "\n";
     }
     if (*json) {
-      std::cout << report.dump(2) << "\n";
+      std::cout << report_json_text(report) << "\n";
     } else {
       const auto& cpu = report["cpu"];
       std::cout << "cpu: " << cpu["model_name"].dump() << " (" << cpu["logical_cpus_online"]

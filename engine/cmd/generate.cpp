@@ -153,7 +153,7 @@ int run_generate(GenerateArgs a) {
     std::cerr << "generate: wrote " << (std::filesystem::path(a.out) / "report.json").string() << "\n";
   }
   if (a.json) {
-    std::cout << r.dump(2) << "\n";
+    std::cout << report_json_text(r) << "\n";
   } else {
     std::fprintf(stderr, "generate: prefill %zu tok in %.3f s (%.1f tok/s), decode %zu tok in %.3f s (%.1f tok/s), stop: %s\n",
                  prompt_ids.size(), prefill_s, static_cast<double>(prompt_ids.size()) / prefill_s,

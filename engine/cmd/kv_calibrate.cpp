@@ -44,7 +44,7 @@ int run(Args a) {
   std::filesystem::create_directories(a.out, ec);
   if (Status st = save_kv_policy(std::filesystem::path(a.out) / "policy.json", c->policy); !st.ok())
     return fail(st.error());
-  std::ofstream(std::filesystem::path(a.out) / "calibration.json") << j.dump(2) << "\n";
+  std::ofstream(std::filesystem::path(a.out) / "calibration.json") << report_json_text(j) << "\n";
   std::cout << "full " << c->full_score << ", all bounded " << c->bounded_score << "\n";
   for (size_t l = 0; l < c->layer_alone.size(); ++l)
     std::cout << "layer " << l << " alone exact: " << c->layer_alone[l] << "\n";

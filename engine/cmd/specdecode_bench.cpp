@@ -62,7 +62,7 @@ int run(Args& a) {
   const nlohmann::json& rep = r.value();
   if (Status st = write_report(a.out, rep); !st.ok()) return fail(st.error());
   if (a.json) {
-    std::cout << rep.dump(2) << "\n";
+    std::cout << report_json_text(rep) << "\n";
     return 0;
   }
   std::printf("%-10s %14s %12s %12s %10s\n", "arm", "decode tok/s", "tok/forward", "acceptance", "ratio");

@@ -9,6 +9,7 @@
 
 #include "engine/cmd/commands.h"
 #include "engine/ggml_types.h"
+#include "engine/report.h"
 #include "engine/synth.h"
 
 namespace kakeya::engine::cmd {
@@ -57,7 +58,7 @@ int run_synth(const SynthArgs& a) {
                               {"file_size_bytes", std::filesystem::file_size(a.out, ec)},
                               {"shape", o.shape.name}, {"type", ggml_type_name(o.type)},
                               {"seed", o.seed},      {"synthetic", true}};
-    std::cout << j.dump(2) << "\n";
+    std::cout << report_json_text(j) << "\n";
     return 0;
   }
   std::cout << "synth: wrote " << a.out << " (" << std::filesystem::file_size(a.out, ec) << " bytes, "

@@ -213,6 +213,24 @@ TEST(Llama, BatchedPrefillEqualsTokenByTokenAndChunking) {
   }
 }
 
+// Verify blocks (MatmulMode::kQuantizedActivations) reuse each L2-sized tile of weight rows for
+// every token of the block; the rows are computed by the same kernels as one-token decode, so the
+// logits must be bit-identical to token-by-token decode. The 256-wide synthetic models have
+// matrices of several tiles (e.g. 512 output rows of 1 KiB in F32).
+TEST(Llama, QuantizedActivationBatchIsBitIdenticalToDecode) {
+  for (const char* type : {"f32", "f16", "q8_0", "q4_0", "q4_k"}) {
+    const auto path = testing::data_dir() / "reference" / (std::string("synth-llama-256-") + type + ".gguf");
+    const auto& model = load_cached(path.string());
+    const std::vector<int32_t> prompt = {1, 17, 300, 42, 99, 511, 7, 250, 3};
+    LlamaContext one(model, ContextOptions{64, 2, 512});
+    const auto seq = logits_token_by_token(one, prompt);
+    LlamaContext batch(model, ContextOptions{64, 2, 512, MatmulMode::kQuantizedActivations});
+    auto b = batch.eval(prompt, true);
+    ASSERT_TRUE(b.ok()) << type;
+    EXPECT_EQ(max_abs_diff(b.value(), seq), 0.0f) << type;
+  }
+}
+
 TEST(Llama, TruncateThenReevalReproducesLogits) {
   const auto& model = load_cached((testing::models_dir() / "stories260K-f32.gguf").string());
   const std::vector<int32_t> prefix = {1, 403, 407, 261, 378};
