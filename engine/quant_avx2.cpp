@@ -378,7 +378,36 @@ void avx2_matvec(GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1
   }
 }
 
+// 16 int8 -> 16 floats times d, stored at y (two 8-lane stores).
+inline void store_scaled_i8x16(__m128i q, __m256 d, float* y) {
+  _mm256_storeu_ps(y, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d));
+  _mm256_storeu_ps(y + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q, 8))), d));
+}
+
 void avx2_dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
+  // Q4_0 and Q8_0: each value is one exact int -> f32 conversion and one multiply by d, as in
+  // the portable kernels, so the results are bit-identical.
+  if (type == GgmlType::Q4_0) {
+    const auto* x = static_cast<const BlockQ4_0*>(src);
+    for (int64_t i = 0; i < n / 32; ++i) {
+      const __m256 d = _mm256_set1_ps(h2f(x[i].d));
+      const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].qs));
+      const __m128i lo = _mm_sub_epi8(_mm_and_si128(packed, _mm_set1_epi8(0x0F)), _mm_set1_epi8(8));
+      const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0x0F)), _mm_set1_epi8(8));
+      store_scaled_i8x16(lo, d, dst + i * 32);
+      store_scaled_i8x16(hi, d, dst + i * 32 + 16);
+    }
+    return;
+  }
+  if (type == GgmlType::Q8_0) {
+    const auto* x = static_cast<const BlockQ8_0*>(src);
+    for (int64_t i = 0; i < n / 32; ++i) {
+      const __m256 d = _mm256_set1_ps(h2f(x[i].d));
+      store_scaled_i8x16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].qs)), d, dst + i * 32);
+      store_scaled_i8x16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].qs + 16)), d, dst + i * 32 + 16);
+    }
+    return;
+  }
   if (type == GgmlType::F16) {
     const auto* s = static_cast<const uint16_t*>(src);
     int64_t i = 0;
