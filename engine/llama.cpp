@@ -16,6 +16,10 @@ constexpr size_t kTileFloats = size_t{2} << 20;
 // Bytes of weight rows reused across the tokens of a quantized-activation batch (about half of
 // a typical 1 MiB L2; see matmul_quantized).
 constexpr size_t kVerifyTileBytes = size_t{256} << 10;
+// Least weight bytes per parallel range of a mat-vec, and least multiply-adds per attention
+// job, worth handing to another thread.
+constexpr size_t kMinRangeBytes = size_t{32} << 10;
+constexpr size_t kMinParallelAttentionMacs = size_t{64} << 10;
 
 float dot_f32(const float* a, const float* b, int64_t n) {
   float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -185,7 +189,11 @@ void LlamaContext::matmul_quantized(std::span<const MatmulOut> outs, const float
   // Rows of all outputs, concatenated: [0, rows(out0)) ++ [0, rows(out1)) ++ ...
   size_t total = 0;
   for (const MatmulOut& o : outs) total += static_cast<size_t>(o.w->n_out);
-  pool_->parallel_ranges(total, 32, [&](size_t a, size_t b, int) {
+  // A range holds at least kMinRangeBytes of weights: tiny matrices (a 260K-parameter model)
+  // run inline instead of paying a hand-off per job.
+  const size_t min_rows = std::max<size_t>(
+      32, kMinRangeBytes / std::max<size_t>(1, ggml_row_bytes(w0.type, w0.n_in)));
+  pool_->parallel_ranges(total, min_rows, [&](size_t a, size_t b, int) {
     size_t base = 0;
     for (const MatmulOut& o : outs) {
       const size_t rows = static_cast<size_t>(o.w->n_out);
@@ -300,7 +308,7 @@ void LlamaContext::attention(size_t il, const float* q, size_t n, size_t pos0, f
   const int64_t gqa = hp.n_gqa();
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const size_t q_stride = n_head * static_cast<size_t>(hd);
-  pool_->parallel_for(n_head * n, [&](size_t task, int thread) {
+  auto head_task = [&](size_t task, int thread) {
     const size_t t = task / n_head;
     const size_t h = task % n_head;
     const KvSlots& slots = views[static_cast<size_t>(static_cast<int64_t>(h) / gqa)];
@@ -332,7 +340,15 @@ void LlamaContext::attention(size_t il, const float* q, size_t n, size_t pos0, f
     };
     for (size_t s = 0; s < r.a; ++s) acc(s);
     for (size_t s = r.b; s < r.c; ++s) acc(s);
-  });
+  };
+  // Work of all jobs: ~2 multiply-adds per visible slot and head dimension (upper bound: every
+  // slot of the first head's view).
+  const size_t macs = 2 * n_head * n * views[0].n_slots * static_cast<size_t>(hd);
+  if (macs < kMinParallelAttentionMacs) {
+    for (size_t task = 0; task < n_head * n; ++task) head_task(task, 0);
+  } else {
+    pool_->parallel_for(n_head * n, head_task);
+  }
 }
 
 void LlamaContext::forward(const int32_t* tokens, size_t n, bool all_logits, float* logits,

@@ -1,8 +1,39 @@
 #include "engine/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace kakeya::engine {
+
+namespace {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Spins until done() or until ThreadPool::kSpinMicros have passed; returns done().
+template <typename Done>
+bool spin_until(Done done) {
+  if (done()) return true;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(ThreadPool::kSpinMicros);
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      cpu_relax();
+      if (done()) return true;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return done();
+  }
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
   workers_.reserve(static_cast<size_t>(n_threads_ - 1));
@@ -10,37 +41,45 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
 }
 
 ThreadPool::~ThreadPool() {
+  stop_.store(true);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
   }
   cv_start_.notify_all();
   for (auto& w : workers_) w.join();
 }
 
 void ThreadPool::run_tasks(int thread) {
-  const auto& fn = *job_;
   for (;;) {
-    const size_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
-    if (task >= n_tasks_) break;
-    fn(task, thread);
+    const size_t task = next_task_.fetch_add(1);
+    if (task >= n_tasks_) return;
+    (*job_)(task, thread);
+    if (tasks_done_.fetch_add(1) + 1 == n_tasks_ && main_waiting_.load()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      cv_done_.notify_one();
+    }
   }
 }
 
 void ThreadPool::worker_loop(int thread) {
   size_t seen = 0;
   for (;;) {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_start_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
+    auto has_job = [&] { return stop_.load() || (open_.load() && generation_.load() != seen); };
+    if (!spin_until(has_job)) {
+      sleepers_.fetch_add(1);
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_start_.wait(lock, has_job);
+      }
+      sleepers_.fetch_sub(1);
     }
-    run_tasks(thread);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--busy_workers_ == 0) cv_done_.notify_one();
+    if (stop_.load()) return;
+    active_.fetch_add(1);
+    if (open_.load()) {  // still open after announcing: the fields cannot change until we leave
+      seen = generation_.load();
+      run_tasks(thread);  // a job finished by others leaves no task: this returns at once
     }
+    active_.fetch_sub(1);
   }
 }
 
@@ -51,26 +90,36 @@ void ThreadPool::parallel_for(size_t n_tasks,
     for (size_t i = 0; i < n_tasks; ++i) fn(i, 0);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    job_ = &fn;
-    n_tasks_ = n_tasks;
-    next_task_.store(0, std::memory_order_relaxed);
-    busy_workers_ = static_cast<int>(workers_.size());
-    ++generation_;
+  // Close the previous job; a worker still inside it has no task left and is only leaving.
+  open_.store(false);
+  while (active_.load() != 0) std::this_thread::yield();
+  job_ = &fn;
+  n_tasks_ = n_tasks;
+  next_task_.store(0);
+  tasks_done_.store(0);
+  generation_.fetch_add(1);
+  open_.store(true);
+  if (sleepers_.load() > 0) {
+    { std::lock_guard<std::mutex> lock(mu_); }
+    cv_start_.notify_all();
   }
-  cv_start_.notify_all();
   run_tasks(0);
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_done_.wait(lock, [&] { return busy_workers_ == 0; });
-  job_ = nullptr;
+  auto all_done = [&] { return tasks_done_.load() == n_tasks; };
+  if (!spin_until(all_done)) {
+    main_waiting_.store(true);
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_done_.wait(lock, all_done);
+    }
+    main_waiting_.store(false);
+  }
 }
 
 void ThreadPool::parallel_ranges(size_t n, size_t min_chunk,
                                  const std::function<void(size_t, size_t, int)>& fn) {
   if (n == 0) return;
   min_chunk = std::max<size_t>(1, min_chunk);
-  const size_t target = static_cast<size_t>(n_threads_) * 4;
+  const size_t target = static_cast<size_t>(n_threads_) * kRangesPerThread;
   size_t chunk = std::max(min_chunk, (n + target - 1) / target);
   const size_t n_chunks = (n + chunk - 1) / chunk;
   parallel_for(n_chunks, [&](size_t c, int thread) {

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <atomic>
+#include <chrono>
 #include <set>
 #include <thread>
 #include <vector>
@@ -68,6 +71,44 @@ TEST(ThreadPool, NonPositiveThreadCountMeansOne) {
     ++count;
   });
   EXPECT_EQ(count, 10);
+}
+
+
+// Many tiny back-to-back jobs: the spin/block hand-off must never lose a wake-up or run a task
+// twice, whether the workers catch a job while spinning or after blocking.
+TEST(ThreadPool, ManyTinyJobsBackToBack) {
+  ThreadPool pool(4);
+  std::atomic<size_t> total{0};
+  for (int round = 0; round < 5000; ++round) {
+    const size_t n = 2 + static_cast<size_t>(round % 7);
+    std::atomic<size_t> hits{0};
+    pool.parallel_for(n, [&](size_t, int) { hits.fetch_add(1); });
+    ASSERT_EQ(hits.load(), n) << "round " << round;
+    total += n;
+    // Now and then, pause past the spin window so the workers block and must be woken.
+    if (round % 500 == 499) std::this_thread::sleep_for(std::chrono::microseconds(4 * ThreadPool::kSpinMicros));
+  }
+  EXPECT_GT(total.load(), 5000u);
+}
+
+double process_cpu_seconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
+// An idle pool blocks after its bounded spin: over 300 ms of idleness its 3 workers use almost no
+// CPU (a pool that kept spinning would use ~0.9 CPU-seconds here).
+TEST(ThreadPool, IdlePoolBlocksInsteadOfSpinning) {
+  ThreadPool pool(4);
+  std::atomic<int> sum{0};
+  pool.parallel_for(8, [&](size_t t, int) { sum.fetch_add(static_cast<int>(t)); });
+  ASSERT_EQ(sum.load(), 28);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // past every spin window
+  const double before = process_cpu_seconds();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_LT(process_cpu_seconds() - before, 0.1);
 }
 
 }  // namespace
