@@ -218,9 +218,9 @@ Status check_default_in_bounds(const Reader& rd, const YAML::Node& at, const Par
     case ParamKind::String: {
       const std::string v = d.get<std::string>();
       if (v.size() > p.max_length) return rd.err(at, what + " default is longer than max_length");
-      if (!std::regex_match(v, *p.regex)) {
-        return rd.err(at, what + " default \"" + v + "\" does not match pattern " + p.pattern);
-      }
+      auto m = p.regex->full_match(v);
+      if (!m.ok()) return rd.err(at, what + " default: " + m.error().message);
+      if (!m.value()) return rd.err(at, what + " default \"" + v + "\" does not match pattern " + p.pattern);
       break;
     }
     case ParamKind::Bool:
@@ -285,11 +285,9 @@ Result<ParamSpec> load_param(const Reader& rd, const YAML::Node& key, const YAML
     }
   } else if (p.kind == ParamKind::String) {
     KAKEYA_ASSIGN_OR_RETURN(p.pattern, rd.str(n["pattern"], what + " pattern"));
-    try {
-      p.regex = std::make_shared<const std::regex>(p.pattern, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      return rd.err(n["pattern"], what + ": invalid pattern " + p.pattern + ": " + e.what());
-    }
+    auto compiled = Pattern::compile(p.pattern);
+    if (!compiled.ok()) return rd.err(n["pattern"], what + ": " + compiled.error().message);
+    p.regex = std::make_shared<const Pattern>(std::move(compiled).value());
     KAKEYA_ASSIGN_OR_RETURN(int64_t max_len, rd.integer(n["max_length"], what + " max_length"));
     if (max_len < 1 || max_len > static_cast<int64_t>(kMaxStringParamLength)) {
       return rd.err(n["max_length"], what + ": max_length must be in 1.." + std::to_string(kMaxStringParamLength));

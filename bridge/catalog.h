@@ -14,7 +14,7 @@
 //         seconds: {kind: int, min: 0, max: 3600, default: 1, description: "..."}
 //         # kind int|float: min, max (both required, min <= max)
 //         # kind enum: values (non-empty, unique strings); kind bool: no bounds
-//         # kind string: pattern (ECMAScript, must match the whole value) + max_length (1..4096 bytes)
+//         # kind string: pattern (PCRE2, must match the whole value; bridge/pattern.h) + max_length (1..8192 bytes)
 //         # exactly one of `default: <value in bounds>` or `required: true`
 //       timeout_s: 600                         # 1..86400 seconds
 //       labels: [gpu]                          # runner labels required (optional)
@@ -29,7 +29,6 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -37,6 +36,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bridge/pattern.h"
 #include "bridge/result.h"
 
 namespace kakeya::bridge {
@@ -44,7 +44,7 @@ namespace kakeya::bridge {
 enum class ParamKind { Int, Float, Bool, Enum, String };
 const char* to_string(ParamKind kind);  // "int" "float" "bool" "enum" "string"
 
-inline constexpr std::size_t kMaxStringParamLength = 4096;  // bytes
+inline constexpr std::size_t kMaxStringParamLength = 8192;  // bytes
 inline constexpr int64_t kMaxTimeoutSeconds = 86400;
 
 struct ParamSpec {
@@ -56,8 +56,8 @@ struct ParamSpec {
   int64_t min_int = 0, max_int = 0;       // kind Int (inclusive)
   double min_float = 0, max_float = 0;    // kind Float (inclusive)
   std::vector<std::string> values;        // kind Enum
-  std::string pattern;                    // kind String: ECMAScript, whole-value match
-  std::shared_ptr<const std::regex> regex;  // compiled `pattern`
+  std::string pattern;                    // kind String: PCRE2, whole-value match (bridge/pattern.h)
+  std::shared_ptr<const Pattern> regex;   // compiled `pattern`
   std::size_t max_length = 0;             // kind String, bytes
 };
 

@@ -105,7 +105,11 @@ Result<ParamValue> check_value(const ParamSpec& p, const json& v) {
       if (s.find('\0') != std::string::npos) {
         return make_error("bad_value", "`" + field(p.name) + "` = " + json_excerpt(v) + " contains a NUL byte");
       }
-      if (!std::regex_match(s, *p.regex)) {
+      auto matched = p.regex->full_match(s);
+      if (!matched.ok()) {
+        return make_error("bad_value", "`" + field(p.name) + "` = " + json_excerpt(v) + ": " + matched.error().message);
+      }
+      if (!matched.value()) {
         return make_error("bad_value", "`" + field(p.name) + "` = " + json_excerpt(v) + " does not match pattern " +
                                            p.pattern);
       }

@@ -1,5 +1,7 @@
 // The shipped allowlist (manifests/presets.yaml): the engine presets `generate` and `ar-bench`
 // load, bound their params, and pass a prompt that starts with '-' as one value after "--".
+#include <pthread.h>
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -50,13 +52,38 @@ TEST(PresetsCatalog, GeneratePassesADashPromptAsOneValueAfterDoubleDash) {
 TEST(PresetsCatalog, GeneratePromptAcceptsPrintableUtf8UpToTheCap) {
   const PresetSpec* g = shipped().find("generate");
   ASSERT_NE(g, nullptr);
+  ASSERT_EQ(g->params.front().name, "prompt");
+  EXPECT_EQ(g->params.front().max_length, 8192u);  // the 8 KiB
   // Multi-byte UTF-8, tabs and newlines, at exactly max_length bytes.
   std::string long_prompt;
   const std::string unit = "Ünïcödé line\twith tab → ok\n";
-  while (long_prompt.size() + unit.size() <= 4096) long_prompt += unit;
-  while (long_prompt.size() < 4096) long_prompt += 'a';
+  while (long_prompt.size() + unit.size() <= 8192) long_prompt += unit;
+  while (long_prompt.size() < 8192) long_prompt += 'a';
   EXPECT_TRUE(validate_params(*g, {{"prompt", long_prompt}}).ok());
   EXPECT_FALSE(validate_params(*g, {{"prompt", long_prompt + "a"}}).ok()) << "over max_length";
+  // On a 256 KiB thread stack too: libstdc++'s recursive std::regex overflowed on 8 KiB values.
+  bool ok_on_small_stack = false;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  struct Arg {
+    const PresetSpec* g;
+    const std::string* prompt;
+    bool* ok;
+  } arg{g, &long_prompt, &ok_on_small_stack};
+  pthread_t th;
+  ASSERT_EQ(pthread_create(
+                &th, &attr,
+                [](void* p) -> void* {
+                  auto* a = static_cast<Arg*>(p);
+                  *a->ok = validate_params(*a->g, {{"prompt", *a->prompt}}).ok();
+                  return nullptr;
+                },
+                &arg),
+            0);
+  pthread_join(th, nullptr);
+  pthread_attr_destroy(&attr);
+  EXPECT_TRUE(ok_on_small_stack);
   EXPECT_FALSE(validate_params(*g, {{"prompt", std::string("bell\x07")}}).ok()) << "C0 control byte";
   EXPECT_FALSE(validate_params(*g, {{"prompt", std::string("esc\x1b[2J")}}).ok()) << "terminal escape";
 }
