@@ -10,6 +10,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "engine/quant.h"
@@ -111,56 +112,116 @@ float dot_q4_0(const BlockQ4_0* x, const BlockQ8_0* y, int64_t nb) {
   return _mm_cvtss_f32(s);
 }
 
-// Rows [r0, r1) of a Q4_0 matrix, four rows at a time (one activation load per block, the four
-// integer block sums reduced together); each lane is its own row's fma chain, so the result is
-// bit-identical to dot_q4_0 row by row.
-constexpr int64_t kPrefetchGroups = 2;
+// Rows [r0, r1) of a Q4_0 matrix, eight rows at a time, each output lane its own row's fma chain
+// (bit-identical to dot_q4_0 row by row). Per block, rows k and k+4 share one 256-bit vector
+// (low half row k, high half row k+4) against the activation halves broadcast to both halves,
+// and the exact integer sums are reduced in int16: with unsigned nibbles (0..15) a sum of 16
+// products is at most 16·15·128 = 30720. The 8·Σqy correction for the nibble offset is the same
+// for every row, so it is computed once per block and subtracted after the reduction.
+constexpr int64_t kTermBlocks = 512;  // activation terms kept on the stack (4 KiB) per pass
 
 void rows_q4_0(const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act, float* y) {
   const int64_t nb = n / 32;
   const size_t stride = ggml_row_bytes(GgmlType::Q4_0, n);
   const auto* base = static_cast<const uint8_t*>(w);
   const auto* a = reinterpret_cast<const BlockQ8_0*>(act.bytes.data());
-  int64_t r = r0;
-  for (; r + 4 <= r1; r += 4) {
-    const auto* x0 = reinterpret_cast<const BlockQ4_0*>(base + static_cast<size_t>(r) * stride);
-    const auto* x1 = reinterpret_cast<const BlockQ4_0*>(base + static_cast<size_t>(r + 1) * stride);
-    const auto* x2 = reinterpret_cast<const BlockQ4_0*>(base + static_cast<size_t>(r + 2) * stride);
-    const auto* x3 = reinterpret_cast<const BlockQ4_0*>(base + static_cast<size_t>(r + 3) * stride);
-    __m128 acc = _mm_setzero_ps();
-    const __m256i ones16 = _mm256_set1_epi16(1);
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
-    // Rows are only ~1 KiB long, too short for the hardware prefetcher to get ahead of four
-    // interleaved row streams: prefetch the group kPrefetchGroups ahead, spread over this loop.
-    // (A prefetch never faults, so the rows past r1, or past the matrix, need no bounds check;
-    // the ones past r1 are usually the caller's next tile or another thread's range.)
-    const uint8_t* pf = base + static_cast<size_t>(r + 4 * kPrefetchGroups) * stride;
-    const size_t pf_step = 4 * stride / static_cast<size_t>(nb);  // bytes of the group per block
-    for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* p = pf + static_cast<size_t>(b) * pf_step;
-      _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(p + 63), _MM_HINT_T0);
-      // Unsigned nibbles (0..15) · qy, minus 8·Σqy once per block: the same exact integer sums
-      // as (q - 8)·qy, with fewer instructions per row.
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i ones16 = _mm256_set1_epi16(1);
+  struct Terms {
+    int32_t corr;  // 8·Σqy
+    float d;       // fp16(a.d)
+  };
+  Terms terms[kTermBlocks];
+  // Passes over at most kTermBlocks blocks; the rows' fma chains continue through y between passes.
+  for (int64_t b0 = 0; b0 < nb; b0 += kTermBlocks) {
+    const int64_t b1 = std::min(nb, b0 + kTermBlocks);
+    for (int64_t b = b0; b < b1; ++b) {
       const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs));
-      const __m256i corr = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(8), qy), ones16);
-      auto lanes = [&](const BlockQ4_0& x) {
-        const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qs));
-        const __m256i nib = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), low4);
-        return _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(nib, qy), ones16), corr);
-      };
-      const __m256i h01 = _mm256_hadd_epi32(lanes(x0[b]), lanes(x1[b]));
-      const __m256i h23 = _mm256_hadd_epi32(lanes(x2[b]), lanes(x3[b]));
-      const __m256i h = _mm256_hadd_epi32(h01, h23);  // per 128-bit half: rows 0..3
-      const __m128i sumi = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-      const __m128 dw = _mm_cvtph_ps(_mm_setr_epi16(static_cast<short>(x0[b].d), static_cast<short>(x1[b].d),
-                                                    static_cast<short>(x2[b].d), static_cast<short>(x3[b].d), 0, 0, 0, 0));
-      acc = _mm_fmadd_ps(_mm_cvtepi32_ps(sumi), _mm_mul_ps(dw, _mm_set1_ps(h2f(a[b].d))), acc);
+      terms[b - b0] = {hsum_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(8), qy), ones16)),
+                       h2f(a[b].d)};
     }
-    _mm_storeu_ps(y + (r - r0), acc);
+    for (int64_t r = r0; r < r1; r += 8) {
+      // A last group of fewer than 8 rows repeats its last row in the spare lanes (not stored).
+      const int64_t live = std::min<int64_t>(8, r1 - r);
+      const __m256i store_mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int32_t>(live)),
+                                                    _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+      const BlockQ4_0* x[8];
+      for (int k = 0; k < 8; ++k) {
+        const int64_t row = r + std::min<int64_t>(k, live - 1);
+        x[k] = reinterpret_cast<const BlockQ4_0*>(base + static_cast<size_t>(row) * stride);
+      }
+      __m256 acc = b0 == 0 ? _mm256_setzero_ps() : _mm256_maskload_ps(y + (r - r0), store_mask);
+      // Rows are only ~1 KiB long, too short for the hardware prefetcher to get ahead of eight
+      // interleaved row streams: prefetch the next group, spread over this loop
+      // (8 rows of 18 bytes per block; three prefetches at most 64 bytes apart touch every line).
+      // A prefetch never faults, so the rows past r1, or past the matrix, need no bounds check;
+      // the ones past r1 are usually the caller's next tile or another thread's range.
+      const uint8_t* pf = base + static_cast<size_t>(r + 8) * stride;
+      for (int64_t b = b0; b < b1; ++b) {
+        const uint8_t* p = pf + static_cast<size_t>(b) * (8 * sizeof(BlockQ4_0));
+        _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(p + 64), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(p + 128), _MM_HINT_T0);
+        const auto* qy = reinterpret_cast<const __m128i*>(a[b].qs);
+        const __m256i qlo = _mm256_broadcastsi128_si256(_mm_loadu_si128(qy));
+        const __m256i qhi = _mm256_broadcastsi128_si256(_mm_loadu_si128(qy + 1));
+        // int16 lanes, each the sum of 4 nibble·qy products, of rows k (low half) and k + 4 (high half)
+        auto pair = [&](int k) {
+          const __m256i packed = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(x[k + 4][b].qs),
+                                                     reinterpret_cast<const __m128i*>(x[k][b].qs));
+          const __m256i lo = _mm256_and_si256(packed, low4);
+          const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
+          return _mm256_add_epi16(_mm256_maddubs_epi16(lo, qlo), _mm256_maddubs_epi16(hi, qhi));
+        };
+        // int16 pairs per row (rows 0..3 in the low half, 4..7 in the high half) -> int32 rows 0..7
+        const __m256i t = _mm256_hadd_epi16(_mm256_hadd_epi16(pair(0), pair(1)), _mm256_hadd_epi16(pair(2), pair(3)));
+        const Terms& tb = terms[b - b0];
+        const __m256i sumi = _mm256_sub_epi32(_mm256_madd_epi16(t, ones16), _mm256_set1_epi32(tb.corr));
+        const __m256 dw = _mm256_cvtph_ps(_mm_setr_epi16(
+            static_cast<short>(x[0][b].d), static_cast<short>(x[1][b].d), static_cast<short>(x[2][b].d),
+            static_cast<short>(x[3][b].d), static_cast<short>(x[4][b].d), static_cast<short>(x[5][b].d),
+            static_cast<short>(x[6][b].d), static_cast<short>(x[7][b].d)));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_mul_ps(dw, _mm256_set1_ps(tb.d)), acc);
+      }
+      _mm256_maskstore_ps(y + (r - r0), store_mask, acc);
+    }
   }
-  for (; r < r1; ++r)
-    y[r - r0] = dot_q4_0(reinterpret_cast<const BlockQ4_0*>(base + static_cast<size_t>(r) * stride), a, nb);
+}
+
+// Rows [r0, r1) of a Q8_0 matrix, four rows at a time: the activation block and its scale are
+// loaded once for the four rows, and each row keeps dot_q8_0's own 8-lane accumulator and
+// operation order, so the result is bit-identical to dot_q8_0 row by row.
+void rows_q8_0(const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act, float* y) {
+  const int64_t nb = n / 32;
+  const size_t stride = ggml_row_bytes(GgmlType::Q8_0, n);
+  const auto* base = static_cast<const uint8_t*>(w);
+  const auto* a = reinterpret_cast<const BlockQ8_0*>(act.bytes.data());
+  for (int64_t r = r0; r < r1; r += 4) {
+    // A last group of fewer than 4 rows repeats its last row in the spare slots (not stored).
+    const int64_t live = std::min<int64_t>(4, r1 - r);
+    const BlockQ8_0* x[4];
+    for (int k = 0; k < 4; ++k) {
+      const int64_t row = r + std::min<int64_t>(k, live - 1);
+      x[k] = reinterpret_cast<const BlockQ8_0*>(base + static_cast<size_t>(row) * stride);
+    }
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    // Prefetch the next group spread over this loop, as in rows_q4_0 (4 rows of 34 bytes per block).
+    const uint8_t* pf = base + static_cast<size_t>(r + 4) * stride;
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* p = pf + static_cast<size_t>(b) * (4 * sizeof(BlockQ8_0));
+      _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + 64), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + 128), _MM_HINT_T0);
+      const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs));
+      const float da = h2f(a[b].d);
+      for (int k = 0; k < 4; ++k) {
+        const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[k][b].qs));
+        const __m256 d = _mm256_set1_ps(h2f(x[k][b].d) * da);
+        acc[k] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_i32(qx, qy)), acc[k]);
+      }
+    }
+    for (int k = 0; k < live; ++k) y[r - r0 + k] = hsum_ps(acc[k]);
+  }
 }
 
 // ---- K-quants against Q8_K activations (bit-identical to the portable kernels) ----
@@ -370,7 +431,7 @@ void avx2_matvec(GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1
     case GgmlType::F32: return rows_dot<GgmlType::F32>(w, n, r0, r1, act, y);
     case GgmlType::F16: return rows_dot<GgmlType::F16>(w, n, r0, r1, act, y);
     case GgmlType::BF16: return rows_dot<GgmlType::BF16>(w, n, r0, r1, act, y);
-    case GgmlType::Q8_0: return rows_dot<GgmlType::Q8_0>(w, n, r0, r1, act, y);
+    case GgmlType::Q8_0: return rows_q8_0(w, n, r0, r1, act, y);
     case GgmlType::Q4_0: return rows_q4_0(w, n, r0, r1, act, y);
     case GgmlType::Q4_K: return rows_dot<GgmlType::Q4_K>(w, n, r0, r1, act, y);
     case GgmlType::Q6_K: return rows_dot<GgmlType::Q6_K>(w, n, r0, r1, act, y);
