@@ -17,6 +17,8 @@ struct Args {
   std::string block_sizes = "2,4,8";
   std::string verify_sizes = "1,2,4,8,16";
   std::string verify_mode = "quantized";
+  std::string draft_model;  // --draft-model PATH: same as --draft gguf:PATH
+  bool draft_given = false;
   std::string out;
   bool json = false;
 };
@@ -44,6 +46,10 @@ int run(Args& a) {
     std::cerr << "specdecode-bench: " << e.str() << "\n";
     return 1;
   };
+  if (!a.draft_model.empty()) {
+    if (a.draft_given) return fail(make_error("bad_param", "give either --draft or --draft-model, not both"));
+    a.config.draft = "gguf:" + a.draft_model;
+  }
   auto bs = parse_list("--block-sizes", a.block_sizes);
   if (!bs.ok()) return fail(bs.error());
   a.config.block_sizes = bs.value();
@@ -86,7 +92,12 @@ void add_specdecode_bench(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<Args>();
   a->config.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   sub->add_option("--model", a->config.model, "Target GGUF model")->required()->check(CLI::ExistingFile);
-  sub->add_option("--draft", a->config.draft, "Draft: gguf:PATH, layers:K, quant:q4_0|q8_0, lookup:N")->capture_default_str();
+  auto* draft = sub->add_option("--draft", a->config.draft, "Draft: gguf:PATH, layers:K, quant:q4_0|q8_0, lookup:N")
+                    ->capture_default_str();
+  sub->add_option("--draft-model", a->draft_model,
+                  "Draft GGUF sharing the target's vocabulary (= --draft gguf:PATH; for presets whose draft "
+                  "comes from the runner's model registry)")
+      ->check(CLI::ExistingFile);
   sub->add_option("--block-sizes", a->block_sizes, "Comma-separated draft block sizes")->capture_default_str();
   sub->add_option("--samples", a->config.samples, "Timed prompts (>= 5 for the gate)")->capture_default_str();
   sub->add_option("--gen-tokens", a->config.gen_tokens, "Generated tokens per sample")->capture_default_str();
@@ -99,7 +110,10 @@ void add_specdecode_bench(CLI::App& app, int& exit_code) {
   sub->add_option("--temp-dir", a->config.temp_dir, "Directory for the temporary quantized draft copy")->capture_default_str();
   sub->add_option("--out", a->out, "Directory for report.json (created if missing)")->required();
   sub->add_flag("--json", a->json, "Print the report JSON on stdout instead of a table");
-  sub->callback([a, &exit_code] { exit_code = run(*a); });
+  sub->callback([a, draft, &exit_code] {
+    a->draft_given = draft->count() > 0;
+    exit_code = run(*a);
+  });
 }
 
 }  // namespace kakeya::engine::cmd

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "bridge/catalog.h"
@@ -105,6 +106,33 @@ TEST(PresetsCatalog, GenerateAndArBenchParamsAreBounded) {
   EXPECT_EQ(argv[1], "ar-bench");
   EXPECT_NE(std::find(argv.begin(), argv.end(), "16,128"), argv.end());
   EXPECT_TRUE(b->gate.count("report.json"));
+}
+
+}  // namespace
+}  // namespace kakeya::bridge
+
+namespace kakeya::bridge {
+namespace {
+
+// The gguf draft comes from the runner's model registry (role `draft`), never from a request.
+TEST(PresetsCatalog, SpecdecodeBenchDraftModelTakesTheDraftRole) {
+  const PresetSpec* p = shipped().find("specdecode-bench-draft-model");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->models, (std::vector<std::string>{"target", "draft"}));
+  for (const auto& param : p->params) EXPECT_NE(param.name, "draft") << "a request must not name the draft file";
+  auto v = validate_params(*p, json::object());
+  ASSERT_TRUE(v.ok()) << v.error().str();
+  ArgvContext ctx;
+  ctx.params = &v.value();
+  ctx.models = {{"target", "/models/t.gguf"}, {"draft", "/models/d.gguf"}};
+  ctx.out_dir = "/out";
+  auto argv = resolve_argv(*p, ctx);
+  ASSERT_TRUE(argv.ok()) << argv.error().str();
+  const auto it = std::find(argv.value().begin(), argv.value().end(), "--draft-model");
+  ASSERT_NE(it, argv.value().end());
+  EXPECT_EQ(*(it + 1), "/models/d.gguf");
+  ctx.models = {{"target", "/models/t.gguf"}};
+  EXPECT_FALSE(resolve_argv(*p, ctx).ok()) << "no draft model registered";
 }
 
 }  // namespace
