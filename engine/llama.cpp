@@ -71,7 +71,7 @@ struct LlamaContext::Scratch {
   std::vector<int32_t> positions;
   std::vector<ActivationBuffer> acts;            // [cap]
   std::vector<float> tile;                       // sgemm path: dequantized rows
-  std::vector<float> scores;                     // batched attention: [n][n_slots]
+  std::vector<std::vector<float>> thread_scores;  // per thread: batched attention [n][n_slots]
   std::vector<std::vector<float>> thread_f32;    // per thread: attention scores + rope cache
   std::vector<KvSlots> kv_views;                 // attention: one view per KV head
   std::vector<float> kv_dequant;                 // attention: quantized KV read back as f32
@@ -84,12 +84,16 @@ LlamaContext::LlamaContext(const LlamaModel& model, ContextOptions options)
   options_.n_threads = std::max(1, options_.n_threads);
   options_.n_batch = std::max<size_t>(1, options_.n_batch);
   pool_ = std::make_unique<ThreadPool>(options_.n_threads);
-  openblas_set_num_threads(options_.n_threads);
+  // OpenBLAS single-threaded: the pool splits every sgemm. OpenBLAS's own threads busy-wait
+  // after each call (~0.1 s), which on a host shared with a busy process stole the CPU from the
+  // decode that follows a prefill (decode at --threads 2 fell below --threads 1).
+  openblas_set_num_threads(1);
   kv_ = std::make_unique<KvCache>(KvCacheShape{static_cast<size_t>(hp.n_layer),
                                                static_cast<size_t>(hp.n_head_kv),
                                                static_cast<size_t>(hp.head_dim), options_.n_ctx});
   s_ = std::make_unique<Scratch>();
   s_->thread_f32.resize(static_cast<size_t>(options_.n_threads));
+  s_->thread_scores.resize(static_cast<size_t>(options_.n_threads));
   for (auto& buf : s_->thread_f32) buf.resize(options_.n_ctx + static_cast<size_t>(hp.head_dim));
 }
 
@@ -223,9 +227,14 @@ void LlamaContext::matmul_sgemm(const WeightMatrix& w, const float* x, size_t n,
   const int M = static_cast<int>(n);
   const int K = static_cast<int>(w.n_in);
   const int N = static_cast<int>(w.n_out);
+  // OpenBLAS runs single-threaded (see the constructor); the pool splits the output columns, so
+  // each thread multiplies all M tokens by its own rows of W.
   if (w.type == GgmlType::F32) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x, K,
-                reinterpret_cast<const float*>(w.data), K, 0.0f, y, N);
+    const auto* wf = reinterpret_cast<const float*>(w.data);
+    pool_->parallel_ranges(static_cast<size_t>(N), 16, [&](size_t a, size_t b, int) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, static_cast<int>(b - a), K, 1.0f, x, K,
+                  wf + a * static_cast<size_t>(K), K, 0.0f, y + a, N);
+    });
     return;
   }
   const size_t tile_rows = std::clamp<size_t>(kTileFloats / static_cast<size_t>(K), 16,
@@ -234,12 +243,13 @@ void LlamaContext::matmul_sgemm(const WeightMatrix& w, const float* x, size_t n,
   if (tile.size() < tile_rows * static_cast<size_t>(K)) tile.resize(tile_rows * static_cast<size_t>(K));
   for (size_t r0 = 0; r0 < static_cast<size_t>(N); r0 += tile_rows) {
     const size_t rows = std::min(tile_rows, static_cast<size_t>(N) - r0);
-    pool_->parallel_ranges(rows, 4, [&](size_t a, size_t b, int) {
+    pool_->parallel_ranges(rows, 16, [&](size_t a, size_t b, int) {
+      float* t = tile.data() + a * static_cast<size_t>(K);
       for (size_t r = a; r < b; ++r)
         dequantize_row(w.type, w.row(static_cast<int64_t>(r0 + r)), tile.data() + r * K, K);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, static_cast<int>(b - a), K, 1.0f, x, K, t, K, 0.0f,
+                  y + r0 + a, N);
     });
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, static_cast<int>(rows), K, 1.0f, x, K,
-                tile.data(), K, 0.0f, y + r0, N);
   }
 }
 
@@ -256,17 +266,19 @@ void LlamaContext::attention_batched(size_t il, const float* q, size_t n, size_t
   const int64_t gqa = hp.n_gqa();
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const int q_stride = static_cast<int>(n_head) * hd;
-  auto& scores = s_->scores;
-  for (size_t h = 0; h < n_head; ++h) {
+  // One task per query head, each with its thread's own score matrix (OpenBLAS is
+  // single-threaded; see the constructor).
+  pool_->parallel_for(n_head, [&](size_t h, int thread) {
     const KvSlots& slots = views[static_cast<size_t>(static_cast<int64_t>(h) / gqa)];
     const int S = static_cast<int>(slots.n_slots);
     const int ld_kv = static_cast<int>(slots.row_stride);
+    auto& scores = s_->thread_scores[static_cast<size_t>(thread)];
     if (scores.size() < n * slots.n_slots) scores.resize(n * slots.n_slots);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n), S, hd, scale,
                 q + h * static_cast<size_t>(hd), q_stride, slots.k, ld_kv, 0.0f,
                 scores.data(), S);
-    pool_->parallel_ranges(n, 4, [&](size_t a, size_t b, int) {
-      for (size_t t = a; t < b; ++t) {
+    {
+      for (size_t t = 0; t < n; ++t) {
         float* row = scores.data() + t * static_cast<size_t>(S);
         const KvVisibleRanges r = kv_visible_ranges(slots, static_cast<int32_t>(pos0 + t));
         float mx = -INFINITY;
@@ -287,11 +299,11 @@ void LlamaContext::attention_batched(size_t il, const float* q, size_t n, size_t
         for (size_t s = r.b; s < r.c; ++s) row[s] *= inv;
         std::fill(row + r.c, row + S, 0.0f);
       }
-    });
+    }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(n), hd, S, 1.0f,
                 scores.data(), S, slots.v, ld_kv, 0.0f, out + h * static_cast<size_t>(hd),
                 q_stride);
-  }
+  });
 }
 
 void LlamaContext::attention(size_t il, const float* q, size_t n, size_t pos0, float* out) {

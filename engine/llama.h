@@ -53,7 +53,8 @@ struct ContextOptions {
 class LlamaContext {
  public:
   // The context keeps a reference to `model`: the model must outlive it.
-  // Sets OpenBLAS to options.n_threads threads (openblas_set_num_threads).
+  // Sets OpenBLAS to one thread (process-wide): the context's pool of options.n_threads splits
+  // every sgemm itself.
   LlamaContext(const LlamaModel& model, ContextOptions options);
   ~LlamaContext();
   LlamaContext(const LlamaContext&) = delete;

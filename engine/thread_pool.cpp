@@ -49,10 +49,11 @@ ThreadPool::~ThreadPool() {
   for (auto& w : workers_) w.join();
 }
 
-void ThreadPool::run_tasks(int thread) {
-  for (;;) {
+size_t ThreadPool::run_tasks(int thread) {
+  size_t ran = 0;
+  for (;; ++ran) {
     const size_t task = next_task_.fetch_add(1);
-    if (task >= n_tasks_) return;
+    if (task >= n_tasks_) return ran;
     (*job_)(task, thread);
     if (tasks_done_.fetch_add(1) + 1 == n_tasks_ && main_waiting_.load()) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -86,7 +87,8 @@ void ThreadPool::worker_loop(int thread) {
 void ThreadPool::parallel_for(size_t n_tasks,
                               const std::function<void(size_t task, int thread)>& fn) {
   if (n_tasks == 0) return;
-  if (workers_.empty() || n_tasks == 1) {
+  if (workers_.empty() || n_tasks == 1 || inline_jobs_left_ > 0) {
+    if (inline_jobs_left_ > 0 && n_tasks > 1) --inline_jobs_left_;
     for (size_t i = 0; i < n_tasks; ++i) fn(i, 0);
     return;
   }
@@ -103,7 +105,10 @@ void ThreadPool::parallel_for(size_t n_tasks,
     { std::lock_guard<std::mutex> lock(mu_); }
     cv_start_.notify_all();
   }
-  run_tasks(0);
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const size_t ran = run_tasks(0);
+  const auto own_done = Clock::now();
   auto all_done = [&] { return tasks_done_.load() == n_tasks; };
   if (!spin_until(all_done)) {
     main_waiting_.store(true);
@@ -112,6 +117,17 @@ void ThreadPool::parallel_for(size_t n_tasks,
       cv_done_.wait(lock, all_done);
     }
     main_waiting_.store(false);
+  }
+  // Straggler check (see the header): a worker still busy long after the caller's own tasks
+  // were done was descheduled, not slow.
+  const auto waited = Clock::now() - own_done;
+  const Clock::duration mean_task = ran > 0 ? (own_done - start) / static_cast<Clock::rep>(ran) : Clock::duration::zero();
+  if (ran > 0 && waited > kStragglerFactor * mean_task + std::chrono::microseconds(kStragglerSlackMicros)) {
+    inline_backoff_ = std::min(kMaxInlineJobs, std::max(kMinInlineJobs, 2 * inline_backoff_));
+    inline_jobs_left_ = inline_backoff_;
+    clean_jobs_ = 0;
+  } else if (++clean_jobs_ >= kCleanJobsToReset) {
+    inline_backoff_ = 0;
   }
 }
 

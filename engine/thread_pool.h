@@ -13,6 +13,14 @@
 // idle pool at zero CPU. The calling thread takes part in every job, so ThreadPool(1) runs
 // everything inline with no worker threads at all.
 //
+// When the host is oversubscribed anyway, a worker can be descheduled in the middle of a task,
+// and the caller then waits a scheduler time slice for it. The caller notices (it waited far
+// longer than one of its own tasks takes, kStragglerFactor x its mean task time plus
+// kStragglerSlackMicros) and runs the next jobs alone: kMinInlineJobs after the first such wait,
+// doubling up to kMaxInlineJobs while it recurs, back to none after kCleanJobsToReset parallel
+// jobs in a row without a straggler. So
+// --threads 2 next to a busy process degrades towards the 1-thread speed instead of below it.
+//
 // REQUIRES: external synchronization — one job at a time (parallel_for is not re-entrant and
 // must not be called from inside a task).
 #include <atomic>
@@ -50,11 +58,19 @@ class ThreadPool {
  // Upper bound on one spin phase, in microseconds, before blocking.
   static constexpr int kSpinMicros = 50;
   static constexpr size_t kRangesPerThread = 8;
+  static constexpr int kStragglerFactor = 4;
+  static constexpr int kStragglerSlackMicros = 200;
+  static constexpr size_t kMinInlineJobs = 64;
+  static constexpr size_t kMaxInlineJobs = 4096;
+  static constexpr size_t kCleanJobsToReset = 256;
+
+  // Jobs still to run on the calling thread alone after a straggler (for tests and reports).
+  size_t inline_jobs_left() const { return inline_jobs_left_; }
 
  private:
   void worker_loop(int thread);
-  // Claims and runs tasks of the current job until none is left.
-  void run_tasks(int thread);
+  // Claims and runs tasks of the current job until none is left; returns how many it ran.
+  size_t run_tasks(int thread);
 
   int n_threads_;
   std::vector<std::thread> workers_;
@@ -77,6 +93,9 @@ class ThreadPool {
   std::atomic<int> sleepers_{0};       // workers blocked (or about to block) on cv_start_
   std::atomic<bool> main_waiting_{false};
   std::atomic<bool> stop_{false};
+  size_t inline_jobs_left_ = 0;  // caller thread only
+  size_t inline_backoff_ = 0;    // caller thread only: length of the last inline stretch
+  size_t clean_jobs_ = 0;        // caller thread only: parallel jobs since the last straggler
 };
 
 }  // namespace kakeya::engine

@@ -111,5 +111,25 @@ TEST(ThreadPool, IdlePoolBlocksInsteadOfSpinning) {
   EXPECT_LT(process_cpu_seconds() - before, 0.1);
 }
 
+// A worker that is still busy long after the caller's own tasks are done (here it sleeps, as a
+// descheduled one would) makes the caller run the next jobs alone, and they stay correct.
+TEST(ThreadPool, StragglerMakesTheCallerRunTheNextJobsAlone) {
+  ThreadPool pool(2);
+  for (int attempt = 0; attempt < 5 && pool.inline_jobs_left() == 0; ++attempt) {
+    pool.parallel_for(64, [](size_t, int thread) {
+      if (thread == 0) {
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    });
+  }
+  ASSERT_EQ(pool.inline_jobs_left(), ThreadPool::kMinInlineJobs);
+  std::vector<int> threads(8, -1);
+  pool.parallel_for(8, [&](size_t task, int thread) { threads[task] = thread; });
+  EXPECT_EQ(threads, std::vector<int>(8, 0));
+  EXPECT_EQ(pool.inline_jobs_left(), ThreadPool::kMinInlineJobs - 1);
+}
+
 }  // namespace
 }  // namespace kakeya::engine
