@@ -8,7 +8,8 @@
 //   3. `kakeya-engine ar-bench` on synthetic TinyLlama-1.1B-shaped GGUFs (made once with the synth
 //      writer into --cache-dir) per type and thread count, each in its own process so its peak RSS
 //      (wait4 ru_maxrss) is that run's alone; derived:
-//        decode efficiency  = weight bytes read per token × decode tok/s ÷ triad bandwidth,
+//        decode efficiency  = weight bytes read per token × decode tok/s ÷ triad bandwidth
+//        (measured just before and just after that ar-bench run, the higher of the two),
 //        prefill efficiency = prefill FLOP/s ÷ sgemm FLOP/s (model-shaped, same threads);
 //   4. oversubscription: one spinning child process, then decode at --threads 2 vs 1.
 // Prints a table and writes --out (default bench/results/engine-<host>.json). Never asserts.
@@ -342,11 +343,26 @@ int run(Args a) {
     const ModelCost c = model_cost(m.value());
     json runs = json::array();
     for (int t : a.threads) {
+      // Denominators measured beside this run (just before and just after it): this VM's memory
+      // bandwidth drifts by 2x within minutes, so the figures from the start of the run are not
+      // comparable with a run several minutes later. The higher of the two is used, which can
+      // only lower the efficiency.
+      auto shape = synth_shape(a.shape);
+      const int E = shape.ok() ? static_cast<int>(shape->n_embd) : 2048;
+      const int F = shape.ok() ? static_cast<int>(shape->n_ff) : 5632;
+      auto beside = [&] {
+        return std::pair{triad(t, a.triad_mib, 3)["gb_s"]["median"].get<double>(),
+                         sgemm(t, a.prompt_tokens, F, E, 3, "beside")["gflop_s"]["median"].get<double>()};
+      };
+      const auto before = beside();
       auto ar = ar_bench(a, model_path(a, type), t, a.samples, type + "-t" + std::to_string(t));
       if (!ar.ok()) {
         std::cerr << "engine_bench: " << ar.error().str() << "\n";
         return 1;
       }
+      const auto after = beside();
+      bw[t] = std::max(before.first, after.first);
+      sg[t] = std::max(before.second, after.second);
       const double dec = arm_median(ar->report, "decode_tok_s");
       const double pre = arm_median(ar->report, "prefill_tok_s");
       const double pre_s = arm_median(ar->report, "prefill_s");
@@ -364,6 +380,8 @@ int run(Args a) {
                       {"peak_rss_bytes", rss},
                       {"kv_resident_bytes", kv},
                       {"rss_over_file_plus_kv", rss / (c.file_bytes + kv)},
+                      {"triad_gb_s_beside", {{"before", before.first}, {"after", after.first}, {"used", bw[t]}}},
+                      {"sgemm_gflop_s_beside", {{"before", before.second}, {"after", after.second}, {"used", sg[t]}}},
                       {"child_wall_s", ar->child.wall_s},
                       {"engine", ar->report["engine"]}});
       std::printf("%-6s %3d %10.2f %10.2f %8.2f %8.2f %10.0f %10.0f %6.2f\n", type.c_str(), t, pre, dec, dec_eff,
