@@ -135,5 +135,24 @@ TEST(PresetsCatalog, SpecdecodeBenchDraftModelTakesTheDraftRole) {
   EXPECT_FALSE(resolve_argv(*p, ctx).ok()) << "no draft model registered";
 }
 
+TEST(PresetsCatalog, SpecdecodeBenchVerifyModeIsAnEnumPassedThrough) {
+  for (const char* name : {"specdecode-bench", "specdecode-bench-draft-model"}) {
+    const PresetSpec* p = shipped().find(name);
+    ASSERT_NE(p, nullptr) << name;
+    EXPECT_FALSE(validate_params(*p, {{"verify_mode", "fast"}}).ok()) << name;
+    auto v = validate_params(*p, {{"verify_mode", "sgemm"}});
+    ASSERT_TRUE(v.ok()) << v.error().str();
+    ArgvContext ctx;
+    ctx.params = &v.value();
+    ctx.models = {{"target", "/models/t.gguf"}, {"draft", "/models/d.gguf"}};
+    ctx.out_dir = "/out";
+    auto argv = resolve_argv(*p, ctx);
+    ASSERT_TRUE(argv.ok()) << argv.error().str();
+    const auto it = std::find(argv.value().begin(), argv.value().end(), "--verify-mode");
+    ASSERT_NE(it, argv.value().end()) << name;
+    EXPECT_EQ(*(it + 1), "sgemm") << name;
+  }
+}
+
 }  // namespace
 }  // namespace kakeya::bridge
