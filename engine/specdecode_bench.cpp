@@ -187,7 +187,7 @@ Result<json> run_specdecode_bench(const SpecBenchConfig& c,
     SpecOptions o;
     o.block_size = std::max(arm.block, 1);
     o.stop.max_new_tokens = c.gen_tokens;
-    o.stop.eos = eos;
+    o.stop.eos = c.ignore_eos ? -1 : eos;
     o.verify_mode = c.verify_mode;
     if (arm.block == 0) return autoregressive_generate(target, prompt, o);
     return speculative_generate(target, *draft, prompt, o);
@@ -323,6 +323,7 @@ Result<json> run_specdecode_bench(const SpecBenchConfig& c,
                  {"temperature", 0},
                  {"decoding", "greedy"},
                  {"eos", eos},
+                 {"ignore_eos", c.ignore_eos},
                  {"runaway_guard", "unit of 1-8 tokens repeated >= 12 times ends generation"},
                  {"verify_mode",
                   c.verify_mode == MatmulMode::kQuantizedActivations ? "quantized_activations" : "sgemm"},

@@ -107,6 +107,9 @@ void add_specdecode_bench(CLI::App& app, int& exit_code) {
   sub->add_option("--verify-mode", a->verify_mode, "Batched verify matmuls: quantized (agrees with decode) or sgemm")->capture_default_str();
   sub->add_option("--verify-sizes", a->verify_sizes, "Block sizes for the verify cost curve (empty: skip)")->capture_default_str();
   sub->add_option("--verify-reps", a->config.verify_reps, "Timed repeats per verify size")->capture_default_str();
+  sub->add_option("--ignore-eos", a->config.ignore_eos,
+                  "true: keep decoding past EOS in both arms (for models that answer in a few tokens)")
+      ->capture_default_str();
   sub->add_option("--temp-dir", a->config.temp_dir, "Directory for the temporary quantized draft copy")->capture_default_str();
   sub->add_option("--out", a->out, "Directory for report.json (created if missing)")->required();
   sub->add_flag("--json", a->json, "Print the report JSON on stdout instead of a table");

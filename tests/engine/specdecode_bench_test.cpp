@@ -76,6 +76,35 @@ TEST(SpecBench, ReportIsLosslessAndPassesTheGate) {
   }
 }
 
+// niah-tiny answers in 8-13 tokens and then emits EOS; with ignore_eos every sample of both arms
+// decodes gen_tokens (or stops on the runaway guard), still losslessly.
+TEST(SpecBench, IgnoreEosDecodesPastTheAnswer) {
+  SpecBenchConfig c;
+  c.model = (testing::models_dir() / "niah-tiny-f32.gguf").string();
+  c.draft = "lookup:1";
+  c.block_sizes = {4};
+  c.samples = 5;
+  c.gen_tokens = 33;
+  c.workload = "niah";
+  c.verify_mode = MatmulMode::kSgemm;
+  c.verify_sizes = {};
+  for (bool ignore : {false, true}) {
+    c.ignore_eos = ignore;
+    auto r = run_specdecode_bench(c, nullptr);
+    ASSERT_TRUE(r.ok()) << r.error().str();
+    EXPECT_TRUE(r.value()["lossless"]["equal"].get<bool>());
+    EXPECT_EQ(r.value()["config"]["ignore_eos"], ignore);
+    size_t eos_stops = 0;
+    for (const auto& arm : r.value()["arms"])
+      for (const auto& s : arm["samples"]) eos_stops += s["stop"] == "eos" ? 1 : 0;
+    if (ignore) {
+      EXPECT_EQ(eos_stops, 0u);
+    } else {
+      EXPECT_GT(eos_stops, 0u) << "niah-tiny no longer stops at EOS after its answer";
+    }
+  }
+}
+
 TEST(SpecBench, BadParamsAreRejected) {
   SpecBenchConfig c;
   c.model = stories();
