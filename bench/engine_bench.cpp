@@ -301,6 +301,10 @@ int run(Args a) {
                  {"gen_tokens", a.gen_tokens}, {"samples", a.samples}, {"engine", a.engine}};
 
   std::map<int, double> bw, sg;  // threads -> triad GB/s, model-shaped sgemm GFLOP/s
+  // Model-shaped sgemm: the prompt's tokens against ffn_up (n_ff × n_embd) of the shape.
+  const auto shape = synth_shape(a.shape);
+  const int E = shape.ok() ? static_cast<int>(shape->n_embd) : 2048;
+  const int F = shape.ok() ? static_cast<int>(shape->n_ff) : 5632;
   json bws = json::array(), sgs = json::array();
   for (int t : a.threads) {
     json j = triad(t, a.triad_mib, a.triad_reps);
@@ -311,10 +315,6 @@ int run(Args a) {
   r["bandwidth"] = bws;
   for (int t : a.threads) {
     for (int n : a.sgemm_square) sgs.push_back(sgemm(t, n, n, n, a.sgemm_reps, "square"));
-    // Model-shaped: the prompt's tokens against ffn_up (n_ff × n_embd) of the shape.
-    auto shape = synth_shape(a.shape);
-    const int E = shape.ok() ? static_cast<int>(shape->n_embd) : 2048;
-    const int F = shape.ok() ? static_cast<int>(shape->n_ff) : 5632;
     json j = sgemm(t, a.prompt_tokens, F, E, a.sgemm_reps, "model:prompt x ffn_up");
     sg[t] = j["gflop_s"]["median"].get<double>();
     sgs.push_back(j);
@@ -347,9 +347,6 @@ int run(Args a) {
       // bandwidth drifts by 2x within minutes, so the figures from the start of the run are not
       // comparable with a run several minutes later. The higher of the two is used, which can
       // only lower the efficiency.
-      auto shape = synth_shape(a.shape);
-      const int E = shape.ok() ? static_cast<int>(shape->n_embd) : 2048;
-      const int F = shape.ok() ? static_cast<int>(shape->n_ff) : 5632;
       auto beside = [&] {
         return std::pair{triad(t, a.triad_mib, 3)["gb_s"]["median"].get<double>(),
                          sgemm(t, a.prompt_tokens, F, E, 3, "beside")["gflop_s"]["median"].get<double>()};

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
 
 #include "bridge/catalog.h"
@@ -24,17 +25,24 @@ const PresetCatalog& shipped() {
   return catalog;
 }
 
-std::vector<std::string> argv_for(const PresetSpec& p, const json& params) {
+std::vector<std::string> argv_for(const PresetSpec& p, const json& params,
+                                  std::map<std::string, std::string> models = {{"target", "/models/m.gguf"}}) {
   auto r = validate_params(p, params);
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().str());
   if (!r.ok()) return {};
   ArgvContext ctx;
   ctx.params = &r.value();
-  ctx.models = {{"target", "/models/m.gguf"}};
+  ctx.models = std::move(models);
   ctx.out_dir = "/out";
   auto argv = resolve_argv(p, ctx);
   EXPECT_TRUE(argv.ok()) << (argv.ok() ? "" : argv.error().str());
   return argv.ok() ? argv.value() : std::vector<std::string>{};
+}
+
+// The token after `flag` in argv, or "<absent>".
+std::string value_after(const std::vector<std::string>& argv, const std::string& flag) {
+  const auto it = std::find(argv.begin(), argv.end(), flag);
+  return it == argv.end() || it + 1 == argv.end() ? "<absent>" : *(it + 1);
 }
 
 TEST(PresetsCatalog, GeneratePassesADashPromptAsOneValueAfterDoubleDash) {
@@ -120,17 +128,13 @@ TEST(PresetsCatalog, SpecdecodeBenchDraftModelTakesTheDraftRole) {
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->models, (std::vector<std::string>{"target", "draft"}));
   for (const auto& param : p->params) EXPECT_NE(param.name, "draft") << "a request must not name the draft file";
+  const std::map<std::string, std::string> both = {{"target", "/models/t.gguf"}, {"draft", "/models/d.gguf"}};
+  EXPECT_EQ(value_after(argv_for(*p, json::object(), both), "--draft-model"), "/models/d.gguf");
   auto v = validate_params(*p, json::object());
   ASSERT_TRUE(v.ok()) << v.error().str();
   ArgvContext ctx;
   ctx.params = &v.value();
-  ctx.models = {{"target", "/models/t.gguf"}, {"draft", "/models/d.gguf"}};
   ctx.out_dir = "/out";
-  auto argv = resolve_argv(*p, ctx);
-  ASSERT_TRUE(argv.ok()) << argv.error().str();
-  const auto it = std::find(argv.value().begin(), argv.value().end(), "--draft-model");
-  ASSERT_NE(it, argv.value().end());
-  EXPECT_EQ(*(it + 1), "/models/d.gguf");
   ctx.models = {{"target", "/models/t.gguf"}};
   EXPECT_FALSE(resolve_argv(*p, ctx).ok()) << "no draft model registered";
 }
@@ -140,17 +144,9 @@ TEST(PresetsCatalog, SpecdecodeBenchVerifyModeIsAnEnumPassedThrough) {
     const PresetSpec* p = shipped().find(name);
     ASSERT_NE(p, nullptr) << name;
     EXPECT_FALSE(validate_params(*p, {{"verify_mode", "fast"}}).ok()) << name;
-    auto v = validate_params(*p, {{"verify_mode", "sgemm"}});
-    ASSERT_TRUE(v.ok()) << v.error().str();
-    ArgvContext ctx;
-    ctx.params = &v.value();
-    ctx.models = {{"target", "/models/t.gguf"}, {"draft", "/models/d.gguf"}};
-    ctx.out_dir = "/out";
-    auto argv = resolve_argv(*p, ctx);
-    ASSERT_TRUE(argv.ok()) << argv.error().str();
-    const auto it = std::find(argv.value().begin(), argv.value().end(), "--verify-mode");
-    ASSERT_NE(it, argv.value().end()) << name;
-    EXPECT_EQ(*(it + 1), "sgemm") << name;
+    const auto argv = argv_for(*p, {{"verify_mode", "sgemm"}},
+                               {{"target", "/models/t.gguf"}, {"draft", "/models/d.gguf"}});
+    EXPECT_EQ(value_after(argv, "--verify-mode"), "sgemm") << name;
   }
 }
 
