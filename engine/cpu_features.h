@@ -19,6 +19,9 @@ struct CpuFeatures {
 
   // True when the *_avx2.cpp kernels may run: AVX2 + FMA + F16C with OS-enabled YMM state.
   bool can_run_avx2() const { return avx2 && fma && f16c; }
+  // True when the *_avx512.cpp kernels may run: the AVX2 set plus AVX-512 F/BW/VL/VNNI with
+  // OS-enabled ZMM state.
+  bool can_run_avx512() const { return can_run_avx2() && avx512f && avx512bw && avx512vl && avx512vnni; }
 
   // Space-separated list of the features present, e.g. "avx avx2 fma f16c".
   std::string to_string() const;

@@ -316,7 +316,7 @@ Result<std::unique_ptr<DraftSource>> make_draft_source(const std::string& spec, 
     return std::unique_ptr<DraftSource>(new LookupDraft(*n));
   }
   if (kind == "gguf") {
-    KAKEYA_ASSIGN_OR_RETURN(LlamaModel m, LlamaModel::load(arg));
+    KAKEYA_ASSIGN_OR_RETURN(LlamaModel m, LlamaModel::load(arg, ModelLoadOptions{.pack_rows = options.pack_rows}));
     KAKEYA_TRY(check_same_vocab(target.model().gguf(), m.gguf()));
     return std::unique_ptr<DraftSource>(
         new ModelDraft("gguf", spec, std::make_unique<LlamaModel>(std::move(m)), copt));
@@ -335,7 +335,7 @@ Result<std::unique_ptr<DraftSource>> make_draft_source(const std::string& spec, 
         std::filesystem::path(options.temp_dir) /
         ("kakeya-draft-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" + arg + ".gguf");
     KAKEYA_TRY(write_quantized_copy(target.model(), type, tmp.string()));
-    auto m = LlamaModel::load(tmp.string());
+    auto m = LlamaModel::load(tmp.string(), ModelLoadOptions{.pack_rows = options.pack_rows});
     std::error_code ec;
     std::filesystem::remove(tmp, ec);  // the mapping stays valid after unlink
     if (!m.ok()) return m.error();

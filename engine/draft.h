@@ -69,6 +69,8 @@ struct DraftOptions {
   size_t n_ctx = 0;  // context for a draft model; 0 = the target context's n_ctx
   // Directory for the temporary quantized copy (the file is unlinked right after it is mapped).
   std::string temp_dir = "/tmp";
+  // Load gguf and quant drafts with Q4_0/Q8_0 weights packed (ModelLoadOptions::pack_rows).
+  bool pack_rows = false;
 };
 
 // Errors "vocab_mismatch" unless both vocabularies have the same size and every token string is

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cmath>
@@ -249,6 +250,7 @@ struct GgufFile::Impl {
   size_t size = 0;
   void* mapping = nullptr;  // owned mmap (nullptr for from_memory or empty files)
   size_t mapping_size = 0;
+  int fd = -1;              // the opened file (kept for sha256, which reads it without the mapping)
   std::string path;
   uint32_t version = 0;
   uint64_t alignment = kDefaultAlignment;
@@ -262,6 +264,7 @@ struct GgufFile::Impl {
 
   ~Impl() {
     if (mapping != nullptr) munmap(mapping, mapping_size);
+    if (fd >= 0) ::close(fd);
   }
 
   Status parse();
@@ -512,7 +515,7 @@ Result<GgufFile> GgufFile::open(const std::string& path) {
     impl->mapping_size = impl->size;
     impl->data = static_cast<const uint8_t*>(m);
   }
-  ::close(fd);
+  impl->fd = fd;
   Status s = impl->parse();
   if (!s.ok()) {
     Error e = std::move(s).error();
@@ -658,9 +661,31 @@ const TensorInfo* GgufFile::find_tensor(std::string_view name) const {
 
 std::string GgufFile::sha256() const {
   std::call_once(impl_->sha_once, [this] {
+    // An opened file is hashed through read(2), not the mapping: hashing must not make the
+    // whole file resident in this process (LlamaModel releases the pages of repacked weights).
+    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+    if (ctx == nullptr || EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) != 1) {
+      EVP_MD_CTX_free(ctx);
+      return;
+    }
+    bool ok = true;
+    if (impl_->fd >= 0) {
+      std::vector<unsigned char> buf(1 << 20);
+      for (size_t off = 0; ok && off < impl_->size;) {
+        const ssize_t got = ::pread(impl_->fd, buf.data(), std::min(buf.size(), impl_->size - off),
+                                    static_cast<off_t>(off));
+        if (got < 0 && errno == EINTR) continue;
+        ok = got > 0 && EVP_DigestUpdate(ctx, buf.data(), static_cast<size_t>(got)) == 1;
+        off += got > 0 ? static_cast<size_t>(got) : 0;
+      }
+    } else {
+      ok = EVP_DigestUpdate(ctx, impl_->data, impl_->size) == 1;
+    }
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int len = 0;
-    if (EVP_Digest(impl_->data, impl_->size, md, &len, EVP_sha256(), nullptr) != 1) return;
+    ok = ok && EVP_DigestFinal_ex(ctx, md, &len) == 1;
+    EVP_MD_CTX_free(ctx);
+    if (!ok) return;
     static const char* kHex = "0123456789abcdef";
     std::string hex;
     hex.reserve(2 * len);
@@ -671,6 +696,16 @@ std::string GgufFile::sha256() const {
     impl_->sha = std::move(hex);
   });
   return impl_->sha;
+}
+
+void GgufFile::release_pages(const uint8_t* p, size_t n) const {
+  if (impl_->mapping == nullptr || n == 0) return;
+  const auto* map = static_cast<const uint8_t*>(impl_->mapping);
+  if (p < map || p + n > map + impl_->mapping_size) return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t a = (reinterpret_cast<uintptr_t>(p) + page - 1) & ~(page - 1);
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(p) + n) & ~(page - 1);
+  if (a < b) ::madvise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED);
 }
 
 }  // namespace kakeya::engine

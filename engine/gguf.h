@@ -88,8 +88,15 @@ class GgufFile {
   const TensorInfo* find_tensor(std::string_view name) const;  // nullptr when absent
 
   // sha256 of the whole file as lowercase hex; computed once on first call (OpenSSL EVP),
-  // thread-safe.
+  // thread-safe. An opened file is read with pread(2), so hashing does not make the mapping
+  // resident. Empty string when reading fails.
   std::string sha256() const;
+
+  // Drops this process's resident pages of [p, p + n) (the whole pages inside it) from the
+  // mapping (madvise MADV_DONTNEED on a read-only private file mapping: the data stay valid and
+  // are read back from the file on the next access). For callers that keep their own copy of a
+  // tensor, so it is not resident twice. No-op for from_memory files or ranges outside the map.
+  void release_pages(const uint8_t* p, size_t n) const;
 
  private:
   struct Impl;

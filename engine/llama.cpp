@@ -190,35 +190,44 @@ void LlamaContext::matmul_quantized(std::span<const MatmulOut> outs, const float
       quantize_activations(w0.type, x + t * static_cast<size_t>(w0.n_in), w0.n_in, acts[t]);
     });
   }
-  // Rows of all outputs, concatenated: [0, rows(out0)) ++ [0, rows(out1)) ++ ...
+  // Rows of all outputs, concatenated: [0, rows(out0)) ++ [0, rows(out1)) ++ ..., split in units
+  // of `unit` rows: whole packed groups when the weights are packed (the fused outputs share
+  // type and n_in, so either all or none are packed), so no range starts inside a group.
+  const bool packed = w0.packed != nullptr;
+  const size_t unit = packed ? static_cast<size_t>(kPackRows) : 1;
   size_t total = 0;
-  for (const MatmulOut& o : outs) total += static_cast<size_t>(o.w->n_out);
+  for (const MatmulOut& o : outs) total += (static_cast<size_t>(o.w->n_out) + unit - 1) / unit;
   // A range holds at least kMinRangeBytes of weights: tiny matrices (a 260K-parameter model)
   // run inline instead of paying a hand-off per job.
   const size_t min_rows = std::max<size_t>(
       32, kMinRangeBytes / std::max<size_t>(1, ggml_row_bytes(w0.type, w0.n_in)));
-  pool_->parallel_ranges(total, min_rows, [&](size_t a, size_t b, int) {
-    size_t base = 0;
+  auto rows_dot = [&](const WeightMatrix& w, size_t r0, size_t r1, const ActivationBuffer& act, float* y) {
+    if (packed) {
+      matvec_packed(w.type, w.packed, w.n_in, static_cast<int64_t>(r0), static_cast<int64_t>(r1), act, y);
+    } else {
+      matvec(w.type, w.data, w.n_in, static_cast<int64_t>(r0), static_cast<int64_t>(r1), act, y);
+    }
+  };
+  pool_->parallel_ranges(total, (min_rows + unit - 1) / unit, [&](size_t ua, size_t ub, int) {
+    size_t base = 0;  // in units
     for (const MatmulOut& o : outs) {
       const size_t rows = static_cast<size_t>(o.w->n_out);
-      const size_t r0 = std::max(a, base), r1 = std::min(b, base + rows);
-      if (r0 < r1 && n == 1) {
-        matvec(o.w->type, o.w->data, o.w->n_in, static_cast<int64_t>(r0 - base), static_cast<int64_t>(r1 - base),
-               acts[0], o.y + (r0 - base));
-      } else if (r0 < r1) {
+      const size_t units = (rows + unit - 1) / unit;
+      const size_t r0 = (std::max(ua, base) - base) * unit;
+      const size_t r1 = std::min(rows, (std::min(ub, base + units) - base) * unit);
+      if (std::max(ua, base) < std::min(ub, base + units) && n == 1) {
+        rows_dot(*o.w, r0, r1, acts[0], o.y + r0);
+      } else if (std::max(ua, base) < std::min(ub, base + units)) {
         // Several tokens (verify blocks): a tile of rows small enough to stay in L1/L2 is read
         // from memory once and reused for every token, instead of streaming the rows n times.
         const size_t row_bytes = ggml_row_bytes(o.w->type, o.w->n_in);
-        const size_t tile = std::max<size_t>(4, (kVerifyTileBytes / row_bytes) & ~size_t{3});
+        const size_t tile = std::max<size_t>(kPackRows, (kVerifyTileBytes / row_bytes) & ~size_t{kPackRows - 1});
         for (size_t t0 = r0; t0 < r1; t0 += tile) {
           const size_t t1 = std::min(r1, t0 + tile);
-          for (size_t t = 0; t < n; ++t) {
-            matvec(o.w->type, o.w->data, o.w->n_in, static_cast<int64_t>(t0 - base),
-                   static_cast<int64_t>(t1 - base), acts[t], o.y + t * rows + (t0 - base));
-          }
+          for (size_t t = 0; t < n; ++t) rows_dot(*o.w, t0, t1, acts[t], o.y + t * rows + t0);
         }
       }
-      base += rows;
+      base += units;
     }
   });
 }
@@ -245,8 +254,13 @@ void LlamaContext::matmul_sgemm(const WeightMatrix& w, const float* x, size_t n,
     const size_t rows = std::min(tile_rows, static_cast<size_t>(N) - r0);
     pool_->parallel_ranges(rows, 16, [&](size_t a, size_t b, int) {
       float* t = tile.data() + a * static_cast<size_t>(K);
-      for (size_t r = a; r < b; ++r)
-        dequantize_row(w.type, w.row(static_cast<int64_t>(r0 + r)), tile.data() + r * K, K);
+      for (size_t r = a; r < b; ++r) {
+        if (w.packed != nullptr) {
+          dequantize_packed_row(w.type, w.packed, K, static_cast<int64_t>(r0 + r), tile.data() + r * K);
+        } else {
+          dequantize_row(w.type, w.row(static_cast<int64_t>(r0 + r)), tile.data() + r * K, K);
+        }
+      }
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, static_cast<int>(b - a), K, 1.0f, x, K, t, K, 0.0f,
                   y + r0 + a, N);
     });

@@ -1,5 +1,6 @@
 #include "engine/model.h"
 
+#include <cstdlib>
 #include <map>
 
 #include "engine/quant.h"
@@ -114,7 +115,9 @@ Result<LlamaHparams> read_hparams(const GgufFile& f) {
 
 }  // namespace
 
-Result<LlamaModel> LlamaModel::load(const std::string& path) {
+void LlamaModel::FreeDeleter::operator()(uint8_t* p) const { std::free(p); }
+
+Result<LlamaModel> LlamaModel::load(const std::string& path, ModelLoadOptions options) {
   KAKEYA_ASSIGN_OR_RETURN(GgufFile file, GgufFile::open(path));
   LlamaModel m;
   m.gguf_ = std::make_unique<GgufFile>(std::move(file));
@@ -164,6 +167,27 @@ Result<LlamaModel> LlamaModel::load(const std::string& path) {
   }
   if (f.has("kakeya.synthetic")) {
     KAKEYA_ASSIGN_OR_RETURN(m.synthetic_, f.get_bool("kakeya.synthetic"));
+  }
+  if (options.pack_rows) {
+    std::vector<WeightMatrix*> mats;
+    for (auto& L : w.layers) {
+      for (WeightMatrix* wm : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) mats.push_back(wm);
+    }
+    mats.push_back(&w.output);  // token_embd keeps its row-major rows for the embedding lookup
+    for (WeightMatrix* wm : mats) {
+      if (!packable(wm->type, wm->n_in)) continue;
+      const size_t bytes = kakeya::engine::packed_bytes(wm->type, wm->n_in, wm->n_out);
+      auto* buf = static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+      if (buf == nullptr) {
+        return make_error("out_of_memory", "cannot allocate " + std::to_string(bytes) +
+                                               " bytes for the packed copy of " + wm->name);
+      }
+      m.packed_.emplace_back(buf);
+      pack_rows(wm->type, wm->data, wm->n_in, wm->n_out, buf);
+      f.release_pages(wm->data, static_cast<size_t>(wm->n_out) * wm->row_bytes);
+      wm->packed = buf;
+      m.packed_total_bytes_ += bytes;
+    }
   }
   return m;
 }

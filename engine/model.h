@@ -9,7 +9,10 @@
 //   .rope.freq_base (default 10000), .vocab_size (default: rows of token_embd.weight).
 // Tensors: token_embd, blk.N.{attn_norm,attn_q,attn_k,attn_v,attn_output,ffn_norm,ffn_gate,
 // ffn_up,ffn_down}, output_norm, output (absent → tied to token_embd).
-// Weights stay in the memory-mapped file; a WeightMatrix points into the mapping.
+// Weights stay in the memory-mapped file; a WeightMatrix points into the mapping. On request
+// (ModelLoadOptions::pack_rows) Q4_0 and Q8_0 matmul weights are copied once, at load, into the
+// row-interleaved layout of the packed kernels (quant.h, kPackRows); the mapping's pages of those
+// tensors are then released (GgufFile::release_pages), so they are resident once.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -45,6 +48,9 @@ struct WeightMatrix {
   int64_t n_in = 0;
   int64_t n_out = 0;
   size_t row_bytes = 0;
+  // The same matrix in the packed layout (quant.h) owned by the LlamaModel, or nullptr. The
+  // forward pass uses it whenever it is set; `data` stays valid (read back from the file).
+  const uint8_t* packed = nullptr;
   const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
 };
 
@@ -64,6 +70,14 @@ struct LlamaWeights {
   bool output_tied = false;
 };
 
+struct ModelLoadOptions {
+  // Copy Q4_0/Q8_0 matmul weights (not token_embd's row lookups) into the packed layout. Off by
+  // default: on the 2-core VM measured (bench/README.md, kernels bench) one-token decode streams
+  // weights from memory no faster packed than row-major (Q8_0 equal, Q4_0 5-10% slower), while
+  // blocks of tokens reading weights from cache (speculative verify) run 2-3x faster packed.
+  bool pack_rows = false;
+};
+
 class LlamaModel {
  public:
   // Opens and validates a GGUF Llama model.
@@ -71,7 +85,7 @@ class LlamaModel {
   // message names it); "missing_tensor"; "bad_shape" (a tensor's ne disagrees with the hparams,
   // message names the tensor, expected and found); "bad_hparams" (e.g. n_embd % n_head != 0,
   // odd rope_dim, n_head % n_head_kv != 0).
-  static Result<LlamaModel> load(const std::string& path);
+  static Result<LlamaModel> load(const std::string& path, ModelLoadOptions options = {});
 
   const LlamaHparams& hparams() const { return hparams_; }
   const LlamaWeights& weights() const { return weights_; }
@@ -79,6 +93,9 @@ class LlamaModel {
   const std::string& path() const { return path_; }
   // `kakeya.synthetic` metadata (true for random-weight files made by `kakeya-engine synth`).
   bool synthetic() const { return synthetic_; }
+  // Matrices held in the packed layout, and their bytes (0 when none or pack_rows was off).
+  size_t packed_matrices() const { return packed_.size(); }
+  size_t packed_bytes() const { return packed_total_bytes_; }
   // Count of 2-D tensors per type name, e.g. {"q4_0": 155, "f32": 45}, plus 1-D tensors.
   std::vector<std::pair<std::string, int>> tensor_type_counts() const;
 
@@ -89,6 +106,11 @@ class LlamaModel {
   LlamaHparams hparams_;
   LlamaWeights weights_;
   bool synthetic_ = false;
+  struct FreeDeleter {
+    void operator()(uint8_t* p) const;
+  };
+  std::vector<std::unique_ptr<uint8_t, FreeDeleter>> packed_;  // 64-byte aligned packed copies
+  size_t packed_total_bytes_ = 0;
 };
 
 }  // namespace kakeya::engine

@@ -337,11 +337,26 @@ void portable_matvec(GgmlType type, const void* w, int64_t n, int64_t r0, int64_
   for (int64_t r = r0; r < r1; ++r) y[r - r0] = portable_vec_dot(type, base + static_cast<size_t>(r) * stride, act);
 }
 
+// Row by row: each row is copied back to its row-major blocks and dotted as usual.
+void portable_matvec_packed(GgmlType type, const uint8_t* packed, int64_t n, int64_t r0, int64_t r1,
+                            const ActivationBuffer& act, float* y) {
+  thread_local std::vector<uint8_t> row;
+  row.resize(ggml_row_bytes(type, n));
+  for (int64_t r = r0; r < r1; ++r) {
+    unpack_row(type, packed, n, r, row.data());
+    y[r - r0] = portable_vec_dot(type, row.data(), act);
+  }
+}
+
 const QuantKernels& active_kernels() {
-  static const QuantKernels& k =
-      kernel_isa_available(KernelIsa::Avx2) ? detail::avx2_kernels() : detail::portable_kernels();
+  static const QuantKernels& k = kernel_isa_available(KernelIsa::Avx512) ? detail::avx512_kernels()
+                                 : kernel_isa_available(KernelIsa::Avx2) ? detail::avx2_kernels()
+                                                                         : detail::portable_kernels();
   return k;
 }
+
+// Offsets inside a packed group (see quant.h).
+size_t pack_quant_bytes(GgmlType type) { return type == GgmlType::Q4_0 ? 16 : 32; }
 
 }  // namespace
 
@@ -349,8 +364,12 @@ namespace detail {
 
 const QuantKernels& portable_kernels() {
   static const QuantKernels k{portable_dequantize_row, portable_quantize_activations, portable_vec_dot,
-                              portable_matvec};
+                              portable_matvec, portable_matvec_packed};
   return k;
+}
+
+size_t packed_group_bytes(GgmlType type, int64_t n) {
+  return static_cast<size_t>(n / 32) * static_cast<size_t>(kPackRows) * (2 + pack_quant_bytes(type));
 }
 
 size_t activation_bytes(GgmlType weight_type, int64_t n) {
@@ -406,23 +425,104 @@ void quantize_row_q8_k(const float* x, BlockQ8_K* y, int64_t n) {
 
 }  // namespace detail
 
-const char* kernel_isa_name(KernelIsa isa) { return isa == KernelIsa::Avx2 ? "avx2" : "portable"; }
+const char* kernel_isa_name(KernelIsa isa) {
+  switch (isa) {
+    case KernelIsa::Avx2: return "avx2";
+    case KernelIsa::Avx512: return "avx512";
+    case KernelIsa::Portable: break;
+  }
+  return "portable";
+}
 
 bool kernel_isa_available(KernelIsa isa) {
   if (isa == KernelIsa::Portable) return true;
 #if defined(__x86_64__)
-  return cpu_features().can_run_avx2();
+  return isa == KernelIsa::Avx512 ? cpu_features().can_run_avx512() : cpu_features().can_run_avx2();
 #else
   return false;
 #endif
 }
 
 KernelIsa active_kernel_isa() {
-  return &active_kernels() == &detail::portable_kernels() ? KernelIsa::Portable : KernelIsa::Avx2;
+  const QuantKernels* k = &active_kernels();
+  if (k == &detail::portable_kernels()) return KernelIsa::Portable;
+  return k == &detail::avx2_kernels() ? KernelIsa::Avx2 : KernelIsa::Avx512;
 }
 
 const QuantKernels& quant_kernels(KernelIsa isa) {
-  return isa == KernelIsa::Avx2 ? detail::avx2_kernels() : detail::portable_kernels();
+  switch (isa) {
+    case KernelIsa::Avx2: return detail::avx2_kernels();
+    case KernelIsa::Avx512: return detail::avx512_kernels();
+    case KernelIsa::Portable: break;
+  }
+  return detail::portable_kernels();
+}
+
+bool packable(GgmlType type, int64_t n) {
+  return (type == GgmlType::Q4_0 || type == GgmlType::Q8_0) && n > 0 && n % 32 == 0;
+}
+
+size_t packed_bytes(GgmlType type, int64_t n, int64_t n_out) {
+  const auto groups = static_cast<size_t>((n_out + kPackRows - 1) / kPackRows);
+  return groups * detail::packed_group_bytes(type, n);
+}
+
+// Block b of a row is {fp16 d, qs[Q]} (Q = 16 for Q4_0, 32 for Q8_0); in the group it goes to
+// scales[b][i] and to Q/4 chunks of 4 bytes at quants[b][c][i].
+void pack_rows(GgmlType type, const void* w, int64_t n, int64_t n_out, uint8_t* out) {
+  const int64_t nb = n / 32;
+  const size_t q = pack_quant_bytes(type);
+  const size_t block = 2 + q;
+  const size_t stride = ggml_row_bytes(type, n);
+  const size_t gbytes = detail::packed_group_bytes(type, n);
+  const auto* src = static_cast<const uint8_t*>(w);
+  const int64_t groups = (n_out + kPackRows - 1) / kPackRows;
+  std::memset(out, 0, static_cast<size_t>(groups) * gbytes);
+  for (int64_t g = 0; g < groups; ++g) {
+    uint8_t* scales = out + static_cast<size_t>(g) * gbytes;
+    uint8_t* quants = scales + static_cast<size_t>(nb) * kPackRows * 2;
+    for (int64_t i = 0; i < kPackRows && g * kPackRows + i < n_out; ++i) {
+      const uint8_t* row = src + static_cast<size_t>(g * kPackRows + i) * stride;
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* blk = row + static_cast<size_t>(b) * block;
+        std::memcpy(scales + static_cast<size_t>(b * kPackRows + i) * 2, blk, 2);
+        for (size_t c = 0; c < q / 4; ++c) {
+          std::memcpy(quants + ((static_cast<size_t>(b) * (q / 4) + c) * kPackRows + static_cast<size_t>(i)) * 4,
+                      blk + 2 + 4 * c, 4);
+        }
+      }
+    }
+  }
+}
+
+void unpack_row(GgmlType type, const uint8_t* packed, int64_t n, int64_t r, void* row) {
+  const int64_t nb = n / 32;
+  const size_t q = pack_quant_bytes(type);
+  const size_t block = 2 + q;
+  const int64_t i = r % kPackRows;
+  const uint8_t* scales = packed + static_cast<size_t>(r / kPackRows) * detail::packed_group_bytes(type, n);
+  const uint8_t* quants = scales + static_cast<size_t>(nb) * kPackRows * 2;
+  auto* dst = static_cast<uint8_t*>(row);
+  for (int64_t b = 0; b < nb; ++b) {
+    uint8_t* blk = dst + static_cast<size_t>(b) * block;
+    std::memcpy(blk, scales + static_cast<size_t>(b * kPackRows + i) * 2, 2);
+    for (size_t c = 0; c < q / 4; ++c) {
+      std::memcpy(blk + 2 + 4 * c,
+                  quants + ((static_cast<size_t>(b) * (q / 4) + c) * kPackRows + static_cast<size_t>(i)) * 4, 4);
+    }
+  }
+}
+
+void dequantize_packed_row(GgmlType type, const uint8_t* packed, int64_t n, int64_t r, float* dst) {
+  thread_local std::vector<uint8_t> row;
+  row.resize(ggml_row_bytes(type, n));
+  unpack_row(type, packed, n, r, row.data());
+  dequantize_row(type, row.data(), dst, n);
+}
+
+void matvec_packed(GgmlType type, const uint8_t* packed, int64_t n, int64_t r0, int64_t r1,
+                   const ActivationBuffer& act, float* y) {
+  active_kernels().matvec_packed(type, packed, n, r0, r1, act, y);
 }
 
 void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {

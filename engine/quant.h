@@ -86,24 +86,59 @@ float vec_dot(GgmlType weight_type, const void* row, const ActivationBuffer& act
 void matvec(GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act,
             float* y);
 
+// ---- Row-interleaved ("packed") Q4_0 / Q8_0 matrices for the decode kernels ----
+// A matrix of n_out rows is stored as ceil(n_out / kPackRows) groups of kPackRows rows (the last
+// group padded with zero rows). Group g, of nb = n / 32 blocks, is
+//   scales: [nb][kPackRows] fp16     (block b of row g·16 + i at scales[b][i])
+//   quants: [nb][C][kPackRows][4]    (C = 4 for Q4_0, 8 for Q8_0: chunk c of a block is its
+//                                     bytes 4c..4c+3; for Q4_0 those hold elements 4c..4c+3 in
+//                                     the low nibbles and 16+4c..16+4c+3 in the high ones)
+// so one 64-byte load holds the same 4 bytes of 16 rows, and a 4-byte activation broadcast
+// against it yields 16 row sums at once without horizontal reductions (the layout idea of
+// ggml-cpu's repacked q4_0_8x8 kernels, with 16 rows for 512-bit registers). The packed kernels
+// compute each row exactly like the row-major ones: bit-identical to the portable kernels
+// (Q4_0: one fma chain per row; Q8_0: exact block sums, s += sumi·(dw·da) without fusion).
+inline constexpr int64_t kPackRows = 16;
+// True for the types with a packed layout (Q4_0, Q8_0) when n is a whole number of blocks.
+bool packable(GgmlType type, int64_t n);
+// Bytes of the packed form of an [n_out][n] matrix. REQUIRES: packable(type, n).
+size_t packed_bytes(GgmlType type, int64_t n, int64_t n_out);
+// Writes the packed form of the row-major matrix w ([n_out][n], stride ggml_row_bytes) to out
+// (packed_bytes long). REQUIRES: packable(type, n).
+void pack_rows(GgmlType type, const void* w, int64_t n, int64_t n_out, uint8_t* out);
+// Copies row r of a packed matrix back to its row-major blocks (ggml_row_bytes(type, n) bytes).
+void unpack_row(GgmlType type, const uint8_t* packed, int64_t n, int64_t r, void* row);
+// dequantize_row for row r of a packed matrix (bit-identical to dequantizing the original row).
+void dequantize_packed_row(GgmlType type, const uint8_t* packed, int64_t n, int64_t r, float* dst);
+// matvec over a packed matrix: y[r - r0] = row r · x for r in [r0, r1). Any r0 < r1 <= n_out
+// works; ranges starting on a group boundary (r0 % kPackRows == 0) waste no work.
+void matvec_packed(GgmlType type, const uint8_t* packed, int64_t n, int64_t r0, int64_t r1,
+                   const ActivationBuffer& act, float* y);
+
 // ---- Explicit kernel sets (for tests, benches and the dispatcher) ----
-enum class KernelIsa { Portable, Avx2 };
-const char* kernel_isa_name(KernelIsa isa);  // "portable", "avx2"
-KernelIsa active_kernel_isa();                // what the public functions use
-bool kernel_isa_available(KernelIsa isa);     // Portable always; Avx2 when the CPU can run it
+// Avx512 = the Avx2 set with 512-bit VNNI packed mat-vec kernels (AVX-512 F/BW/VL/VNNI).
+enum class KernelIsa { Portable, Avx2, Avx512 };
+const char* kernel_isa_name(KernelIsa isa);  // "portable", "avx2", "avx512"
+KernelIsa active_kernel_isa();                // what the public functions use (the best available)
+bool kernel_isa_available(KernelIsa isa);     // Portable always; the others when the CPU can run them
 
 struct QuantKernels {
   void (*dequantize_row)(GgmlType, const void*, float*, int64_t);
   void (*quantize_activations)(GgmlType, const float*, int64_t, ActivationBuffer&);
   float (*vec_dot)(GgmlType, const void*, const ActivationBuffer&);
   void (*matvec)(GgmlType, const void*, int64_t, int64_t, int64_t, const ActivationBuffer&, float*);
+  void (*matvec_packed)(GgmlType, const uint8_t*, int64_t, int64_t, int64_t, const ActivationBuffer&, float*);
 };
 // REQUIRES: kernel_isa_available(isa).
 const QuantKernels& quant_kernels(KernelIsa isa);
 
 namespace detail {
 const QuantKernels& portable_kernels();
-const QuantKernels& avx2_kernels();  // defined in quant_avx2.cpp; call only when the CPU can run it
+const QuantKernels& avx2_kernels();    // quant_avx2.cpp; call only when the CPU can run it
+const QuantKernels& avx512_kernels();  // quant_avx512.cpp; call only when the CPU can run it
+// Packed-layout helpers shared by the kernel sets.
+size_t packed_group_bytes(GgmlType type, int64_t n);  // bytes of one group of kPackRows rows
+inline constexpr int kPackChunkBytes = 4;
 // Helpers shared by both kernel sets (portable code).
 size_t activation_bytes(GgmlType weight_type, int64_t n);
 void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n);

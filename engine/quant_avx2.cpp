@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "engine/quant.h"
 
@@ -222,6 +223,149 @@ void rows_q8_0(const void* w, int64_t n, int64_t r0, int64_t r1, const Activatio
     }
     for (int k = 0; k < live; ++k) y[r - r0 + k] = hsum_ps(acc[k]);
   }
+}
+
+// ---- Packed (row-interleaved) Q4_0 / Q8_0 matrices (layout in quant.h) ----
+
+// Per activation block: the offset correction shared by every row and fp16(a.d).
+struct PackTerms {
+  int32_t corr;  // Q4_0: 8·Σqy (nibbles are stored unsigned); Q8_0: unused
+  float d;
+};
+
+inline int32_t load_i32(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+const PackTerms* pack_terms(const BlockQ8_0* a, int64_t nb, bool q4_corr) {
+  thread_local std::vector<PackTerms> terms;
+  terms.resize(static_cast<size_t>(nb));
+  for (int64_t b = 0; b < nb; ++b) {
+    int32_t corr = 0;
+    if (q4_corr) {
+      const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs));
+      corr = hsum_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(8), qy), _mm256_set1_epi16(1)));
+    }
+    terms[static_cast<size_t>(b)] = {corr, h2f(a[b].d)};
+  }
+  return terms.data();
+}
+
+// Stores the lanes of the 8 rows starting at row0 that fall in [r0, r1) to y[row - r0].
+inline void store_rows8(__m256 v, int64_t row0, int64_t r0, int64_t r1, float* y) {
+  if (row0 >= r0 && row0 + 8 <= r1) {
+    _mm256_storeu_ps(y + (row0 - r0), v);
+    return;
+  }
+  alignas(32) float tmp[8];
+  _mm256_store_ps(tmp, v);
+  for (int64_t r = std::max(r0, row0); r < std::min(r1, row0 + 8); ++r) y[r - r0] = tmp[r - row0];
+}
+
+// Prefetch distance of the packed kernels (see quant_avx512.cpp).
+constexpr size_t kPackedPrefetchBytes = 16384;
+
+// Eight rows (half of a 16-row group) per pass; for each of the 4 chunks of a block, one 32-byte
+// load holds 4 bytes of each of the 8 rows: maddubs against the broadcast activation bytes gives
+// int16 pair sums per row, summed over the chunks (at most 8·2·15·128 = 30720, no overflow), and
+// one madd makes the exact int32 block sum of each row. Per row then s = fma(sumi, dw·da, s),
+// the same chain as dot_q4_0.
+void packed_q4_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act,
+                 float* y) {
+  const int64_t nb = n / 32;
+  const size_t gbytes = detail::packed_group_bytes(GgmlType::Q4_0, n);
+  const auto* a = reinterpret_cast<const BlockQ8_0*>(act.bytes.data());
+  const PackTerms* terms = pack_terms(a, nb, true);
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i ones16 = _mm256_set1_epi16(1);
+  for (int64_t g = r0 / kPackRows; g * kPackRows < r1; ++g) {
+    const uint8_t* group = packed + static_cast<size_t>(g) * gbytes;
+    const auto* scales = reinterpret_cast<const uint16_t*>(group);
+    const uint8_t* quants = group + static_cast<size_t>(nb) * kPackRows * 2;
+    for (int64_t half = 0; half < 2; ++half) {
+      const int64_t row0 = g * kPackRows + 8 * half;
+      if (row0 + 8 <= r0 || row0 >= r1) continue;
+      __m256 acc = _mm256_setzero_ps();
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* q = quants + static_cast<size_t>(b) * 256 + static_cast<size_t>(half) * 32;
+        if (half == 0) {  // the second half reads the lines the first pass brought in
+          for (int c = 0; c < 4; ++c) _mm_prefetch(reinterpret_cast<const char*>(q + kPackedPrefetchBytes + 64 * c), _MM_HINT_T0);
+          if (b % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(scales + b * kPackRows) + kPackedPrefetchBytes / 8, _MM_HINT_T0);
+        }
+        const int8_t* qy = a[b].qs;
+        __m256i s16 = _mm256_setzero_si256();
+        for (int c = 0; c < 4; ++c) {
+          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * c));
+          const __m256i lo = _mm256_and_si256(v, low4);
+          const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+          s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(lo, _mm256_set1_epi32(load_i32(qy + 4 * c))));
+          s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(hi, _mm256_set1_epi32(load_i32(qy + 16 + 4 * c))));
+        }
+        const __m256i sumi = _mm256_sub_epi32(_mm256_madd_epi16(s16, ones16), _mm256_set1_epi32(terms[b].corr));
+        const __m256 dw = _mm256_cvtph_ps(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + b * kPackRows + 8 * half)));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_mul_ps(dw, _mm256_set1_ps(terms[b].d)), acc);
+      }
+      store_rows8(acc, row0, r0, r1, y);
+    }
+  }
+}
+
+// Returns v unchanged, but keeps the compiler from fusing the multiply that produced it with a
+// later add (the portable Q8_0 kernel rounds the product before adding it).
+inline __m256 keep_rounded(__m256 v) {
+  __asm__("" : "+x"(v));
+  return v;
+}
+
+// Eight rows per pass as in packed_q4_0; signed weights use the sign trick of dot_i8_i32, so
+// pair sums (at most 2·128·127) are widened to int32 per chunk. Per row s += sumi·(dw·da),
+// multiply and add rounded separately: bit-identical to the portable dot_q8_0.
+void packed_q8_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act,
+                 float* y) {
+  const int64_t nb = n / 32;
+  const size_t gbytes = detail::packed_group_bytes(GgmlType::Q8_0, n);
+  const auto* a = reinterpret_cast<const BlockQ8_0*>(act.bytes.data());
+  const PackTerms* terms = pack_terms(a, nb, false);
+  const __m256i ones16 = _mm256_set1_epi16(1);
+  for (int64_t g = r0 / kPackRows; g * kPackRows < r1; ++g) {
+    const uint8_t* group = packed + static_cast<size_t>(g) * gbytes;
+    const auto* scales = reinterpret_cast<const uint16_t*>(group);
+    const uint8_t* quants = group + static_cast<size_t>(nb) * kPackRows * 2;
+    for (int64_t half = 0; half < 2; ++half) {
+      const int64_t row0 = g * kPackRows + 8 * half;
+      if (row0 + 8 <= r0 || row0 >= r1) continue;
+      __m256 acc = _mm256_setzero_ps();
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* q = quants + static_cast<size_t>(b) * 512 + static_cast<size_t>(half) * 32;
+        if (half == 0) {
+          for (int c = 0; c < 8; ++c) _mm_prefetch(reinterpret_cast<const char*>(q + kPackedPrefetchBytes + 64 * c), _MM_HINT_T0);
+          if (b % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(scales + b * kPackRows) + kPackedPrefetchBytes / 16, _MM_HINT_T0);
+        }
+        const int8_t* qy = a[b].qs;
+        __m256i sumi = _mm256_setzero_si256();
+        for (int c = 0; c < 8; ++c) {
+          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * c));
+          const __m256i yb = _mm256_set1_epi32(load_i32(qy + 4 * c));
+          const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(yb, v));
+          sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p16, ones16));
+        }
+        const __m256 dw = _mm256_cvtph_ps(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + b * kPackRows + 8 * half)));
+        const __m256 p = keep_rounded(_mm256_mul_ps(_mm256_cvtepi32_ps(sumi), _mm256_mul_ps(dw, _mm256_set1_ps(terms[b].d))));
+        acc = _mm256_add_ps(acc, p);
+      }
+      store_rows8(acc, row0, r0, r1, y);
+    }
+  }
+}
+
+void avx2_matvec_packed(GgmlType type, const uint8_t* packed, int64_t n, int64_t r0, int64_t r1,
+                        const ActivationBuffer& act, float* y) {
+  if (type == GgmlType::Q4_0) return packed_q4_0(packed, n, r0, r1, act, y);
+  packed_q8_0(packed, n, r0, r1, act, y);
 }
 
 // ---- K-quants against Q8_K activations (bit-identical to the portable kernels) ----
@@ -484,7 +628,8 @@ void avx2_dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) 
 namespace detail {
 
 const QuantKernels& avx2_kernels() {
-  static const QuantKernels k{avx2_dequantize_row, avx2_quantize_activations, avx2_vec_dot, avx2_matvec};
+  static const QuantKernels k{avx2_dequantize_row, avx2_quantize_activations, avx2_vec_dot, avx2_matvec,
+                              avx2_matvec_packed};
   return k;
 }
 

@@ -34,6 +34,8 @@ nlohmann::json model_provenance(const LlamaModel& model) {
             {"rms_eps", hp.rms_eps}}},
           {"tensor_types", types},
           {"output_tied", model.weights().output_tied},
+          {"packed_matrices", model.packed_matrices()},
+          {"packed_bytes", model.packed_bytes()},
           {"synthetic", model.synthetic()}};
 }
 

@@ -151,7 +151,7 @@ Result<json> run_specdecode_bench(const SpecBenchConfig& c,
   const BenchPrompt warm = prompts.back();
   prompts.pop_back();
 
-  KAKEYA_ASSIGN_OR_RETURN(LlamaModel model, LlamaModel::load(c.model));
+  KAKEYA_ASSIGN_OR_RETURN(LlamaModel model, LlamaModel::load(c.model, ModelLoadOptions{.pack_rows = c.pack_rows}));
   KAKEYA_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::from_gguf(model.gguf()));
   std::vector<std::vector<int32_t>> ids;
   size_t longest = 0;
@@ -176,6 +176,7 @@ Result<json> run_specdecode_bench(const SpecBenchConfig& c,
   DraftOptions dopt;
   dopt.n_threads = c.threads;
   dopt.temp_dir = c.temp_dir;
+  dopt.pack_rows = c.pack_rows;
   KAKEYA_ASSIGN_OR_RETURN(std::unique_ptr<DraftSource> draft, make_draft_source(c.draft, target, dopt));
 
   std::vector<ArmRun> arms;
@@ -324,6 +325,7 @@ Result<json> run_specdecode_bench(const SpecBenchConfig& c,
                  {"decoding", "greedy"},
                  {"eos", eos},
                  {"ignore_eos", c.ignore_eos},
+                 {"weight_layout", c.pack_rows ? "packed" : "row-major"},
                  {"runaway_guard", "unit of 1-8 tokens repeated >= 12 times ends generation"},
                  {"verify_mode",
                   c.verify_mode == MatmulMode::kQuantizedActivations ? "quantized_activations" : "sgemm"},

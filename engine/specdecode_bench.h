@@ -46,6 +46,8 @@ struct SpecBenchConfig {
   // --ignore-eos: for models that answer in a few tokens (niah-tiny), so a sample decodes
   // gen_tokens and the gate's DECODE_TOKENS rule can judge the run.
   bool ignore_eos = false;
+  // Load the target (and gguf/quant drafts) with Q4_0/Q8_0 weights packed (ModelLoadOptions).
+  bool pack_rows = false;
 };
 
 // One workload prompt. `needle`/`answer` only for niah.

@@ -36,6 +36,7 @@ struct BenchArgs {
   int threads = 0;  // 0 = every logical CPU
   size_t n_ctx = 0;
   size_t n_batch = 512;
+  std::string weight_layout = "row-major";
   std::string out;
   bool json = false;
 };
@@ -101,7 +102,7 @@ int run_ar_bench(BenchArgs a) {
   if (lengths.empty()) return fail(make_error("bad_param", "--prompt-lengths is empty"));
   if (a.samples < 1 || a.gen_tokens < 1)
     return fail(make_error("bad_param", "--samples and --gen-tokens must be >= 1"));
-  auto model = LlamaModel::load(a.model);
+  auto model = LlamaModel::load(a.model, ModelLoadOptions{.pack_rows = a.weight_layout == "packed"});
   if (!model.ok()) return fail(model.error());
   auto tok = Tokenizer::from_gguf(model->gguf());
   if (!tok.ok()) return fail(tok.error());
@@ -188,6 +189,7 @@ int run_ar_bench(BenchArgs a) {
                  {"threads", a.threads},
                  {"n_ctx", ctx.n_ctx()},
                  {"n_batch", a.n_batch},
+                 {"weight_layout", a.weight_layout},
                  {"decoding", "greedy"},
                  {"timing_scope", "prefill: one eval of the whole prompt from an empty KV cache; "
                                   "decode: gen_tokens one-token evals; tokenization excluded"}};
@@ -233,6 +235,11 @@ void add_ar_bench(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(0, 1024));
   sub->add_option("--n-ctx", a->n_ctx, "Context length (0 = the model's)")->capture_default_str();
   sub->add_option("--n-batch", a->n_batch, "Prefill chunk in tokens")->capture_default_str()->check(CLI::Range(1, 65536));
+  sub->add_option("--weight-layout", a->weight_layout,
+                  "packed: Q4_0/Q8_0 matmul weights in the row-interleaved layout of the packed kernels; "
+                  "row-major: as stored in the file (for side-by-side comparisons)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"packed", "row-major"}));
   sub->add_option("--out", a->out, "Directory for report.json (created if missing)")->required();
   sub->add_flag("--json", a->json, "Print the report JSON on stdout instead of a table");
   sub->callback([a, &exit_code] { exit_code = run_ar_bench(*a); });

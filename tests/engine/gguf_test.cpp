@@ -209,6 +209,52 @@ TEST(Gguf, Sha256MatchesSha256Sums) {
   EXPECT_GE(checked, 7);
 }
 
+// Bytes of this process's file-backed resident memory (RssFile in /proc/self/status).
+long rss_file_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  long kb = -1;
+  while (status >> key) {
+    if (key == "RssFile:") {
+      status >> kb;
+      break;
+    }
+  }
+  return kb * 1024;
+}
+
+// release_pages drops the mapping's resident pages (the data stay readable, from the file), and
+// sha256 reads the file without making the mapping resident again.
+TEST(Gguf, ReleasePagesDropsResidentPagesAndSha256DoesNotTouchTheMapping) {
+  auto f = GgufFile::open((testing::models_dir() / "niah-tiny-f32.gguf").string());
+  ASSERT_TRUE(f.ok()) << f.error().str();
+  // The tensor data region: from the first tensor's data to the end of the last one (~3.4 MB).
+  const uint8_t* begin = nullptr;
+  const uint8_t* end = nullptr;
+  for (const TensorInfo& t : f->tensors()) {
+    if (begin == nullptr || t.data < begin) begin = t.data;
+    if (end == nullptr || t.data + t.nbytes > end) end = t.data + t.nbytes;
+  }
+  ASSERT_NE(begin, nullptr);
+  const size_t bytes = static_cast<size_t>(end - begin);
+  ASSERT_GT(bytes, size_t{2} << 20);
+  auto checksum = [&] {
+    uint64_t sum = 0;
+    for (size_t i = 0; i < bytes; i += 64) sum += begin[i] * (i + 1);
+    return sum;
+  };
+  const uint64_t before = checksum();  // every page of the region is resident now
+  const long resident = rss_file_bytes();
+  f->release_pages(begin, bytes);
+  const long released = rss_file_bytes();
+  EXPECT_LT(released, resident - static_cast<long>(bytes / 2))
+      << "RssFile " << resident << " -> " << released << " after releasing " << bytes << " bytes";
+  EXPECT_FALSE(f->sha256().empty());
+  EXPECT_LT(rss_file_bytes(), resident - static_cast<long>(bytes / 2)) << "sha256 made the mapping resident";
+  EXPECT_EQ(checksum(), before);  // read back from the file
+  f->release_pages(nullptr, 10);  // outside the mapping: no-op
+}
+
 TEST(Gguf, MoveKeepsTensorPointersValid) {
   auto f = GgufFile::open((testing::models_dir() / "stories260K-f32.gguf").string());
   ASSERT_TRUE(f.ok());

@@ -231,6 +231,41 @@ TEST(Llama, QuantizedActivationBatchIsBitIdenticalToDecode) {
   }
 }
 
+// Q4_0/Q8_0 matmul weights packed at load (model.h, pack_rows); the packed kernels compute every row
+// like the row-major ones, so the logits agree: bit for bit for Q4_0 (the same fma chain per row
+// in every kernel set) and to float rounding for Q8_0 (the AVX2 row-major kernel sums in lanes).
+// Both the decode path and the sgemm prefill (dequantized from the packed rows) are compared.
+TEST(Llama, PackedWeightsGiveTheLogitsOfRowMajorWeights) {
+  for (const char* type : {"q4_0", "q8_0"}) {
+    const auto path = testing::data_dir() / "reference" / (std::string("synth-llama-256-") + type + ".gguf");
+    auto packed = LlamaModel::load(path.string(), ModelLoadOptions{.pack_rows = true});
+    auto rows = LlamaModel::load(path.string());  // the default: row-major
+    ASSERT_TRUE(packed.ok() && rows.ok()) << type;
+    const size_t n_layer = static_cast<size_t>(packed->hparams().n_layer);
+    EXPECT_EQ(packed->packed_matrices(), 7 * n_layer + 1) << type;  // every matmul and the output head
+    EXPECT_NE(packed->weights().layers[0].w_down.packed, nullptr);
+    EXPECT_EQ(packed->weights().token_embd.packed, nullptr);
+    EXPECT_EQ(rows->packed_matrices(), 0u);
+    EXPECT_EQ(rows->weights().layers[0].wq.packed, nullptr);
+    const std::vector<int32_t> prompt = {1, 17, 300, 42, 99, 511, 7, 250, 3};
+    LlamaContext a(packed.value(), ContextOptions{64, 2, 512});
+    LlamaContext b(rows.value(), ContextOptions{64, 2, 512});
+    const auto la = logits_token_by_token(a, prompt);
+    const auto lb = logits_token_by_token(b, prompt);
+    if (std::string(type) == "q4_0") {
+      EXPECT_EQ(max_abs_diff(la, lb), 0.0f) << type;
+    } else {
+      EXPECT_LT(max_abs_diff(la, lb), 1e-3f) << type;
+    }
+    a.truncate(0);
+    b.truncate(0);
+    auto pa = a.eval(prompt, true);
+    auto pb = b.eval(prompt, true);
+    ASSERT_TRUE(pa.ok() && pb.ok());
+    EXPECT_EQ(max_abs_diff(pa.value(), pb.value()), 0.0f) << type << " sgemm prefill";
+  }
+}
+
 TEST(Llama, TruncateThenReevalReproducesLogits) {
   const auto& model = load_cached((testing::models_dir() / "stories260K-f32.gguf").string());
   const std::vector<int32_t> prefix = {1, 403, 407, 261, 378};

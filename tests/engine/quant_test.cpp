@@ -91,6 +91,7 @@ std::vector<float> dequantize_tensor(const QuantKernels& k, const TensorInfo& t)
 std::vector<KernelIsa> available_isas() {
   std::vector<KernelIsa> isas{KernelIsa::Portable};
   if (kernel_isa_available(KernelIsa::Avx2)) isas.push_back(KernelIsa::Avx2);
+  if (kernel_isa_available(KernelIsa::Avx512)) isas.push_back(KernelIsa::Avx512);
   return isas;
 }
 
@@ -456,7 +457,8 @@ std::vector<uint8_t> random_row(GgmlType type, int64_t n, std::mt19937& rng) {
 
 TEST(Quant, Avx2AgreesWithPortable) {
   if (!kernel_isa_available(KernelIsa::Avx2)) GTEST_SKIP() << "CPU cannot run the AVX2 kernels";
-  EXPECT_EQ(active_kernel_isa(), KernelIsa::Avx2);
+  // The dispatcher picks the best set the CPU runs.
+  EXPECT_EQ(active_kernel_isa(), kernel_isa_available(KernelIsa::Avx512) ? KernelIsa::Avx512 : KernelIsa::Avx2);
   const QuantKernels& p = quant_kernels(KernelIsa::Portable);
   const QuantKernels& v = quant_kernels(KernelIsa::Avx2);
   std::mt19937 rng(99);
@@ -518,6 +520,85 @@ TEST(Quant, Avx2AgreesWithPortableOnReferenceTensors) {
       max_rel = std::max(max_rel, std::fabs(yp[r] - yv[r]) / (std::fabs(yp[r]) + 1e-3));
     EXPECT_LT(max_rel, 1e-4) << ggml_type_name(type);
   }
+}
+
+}  // namespace
+}  // namespace kakeya::engine
+
+namespace kakeya::engine {
+namespace {
+
+// ---- packed (row-interleaved) Q4_0 / Q8_0 matrices ----
+
+TEST(Quant, PackedLayoutRoundTripsAndDequantizesLikeRowMajor) {
+  std::mt19937 rng(7);
+  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0}) {
+    for (int64_t rows : {1, 16, 37}) {
+      const int64_t n = 96;
+      SCOPED_TRACE(std::string(ggml_type_name(type)) + " rows=" + std::to_string(rows));
+      std::vector<uint8_t> w;
+      for (int64_t r = 0; r < rows; ++r) {
+        auto row = random_row(type, n, rng);
+        w.insert(w.end(), row.begin(), row.end());
+      }
+      ASSERT_TRUE(packable(type, n));
+      const size_t groups = static_cast<size_t>((rows + kPackRows - 1) / kPackRows);
+      EXPECT_EQ(packed_bytes(type, n, rows), groups * kPackRows * ggml_row_bytes(type, n));
+      std::vector<uint8_t> packed(packed_bytes(type, n, rows), 0xAB);
+      pack_rows(type, w.data(), n, rows, packed.data());
+      const size_t rb = ggml_row_bytes(type, n);
+      std::vector<uint8_t> back(rb);
+      std::vector<float> want(static_cast<size_t>(n)), got(static_cast<size_t>(n));
+      for (int64_t r = 0; r < rows; ++r) {
+        unpack_row(type, packed.data(), n, r, back.data());
+        EXPECT_EQ(std::memcmp(back.data(), w.data() + static_cast<size_t>(r) * rb, rb), 0) << "row " << r;
+        dequantize_row(type, w.data() + static_cast<size_t>(r) * rb, want.data(), n);
+        dequantize_packed_row(type, packed.data(), n, r, got.data());
+        EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0) << "row " << r;
+      }
+    }
+  }
+  EXPECT_FALSE(packable(GgmlType::Q4_K, 256));
+  EXPECT_FALSE(packable(GgmlType::F16, 64));
+  EXPECT_FALSE(packable(GgmlType::Q4_0, 48));
+}
+
+// Every kernel set's packed mat-vec equals the portable row-major kernel bit for bit, for whole
+// matrices and for ranges that start and end inside a group.
+TEST(Quant, PackedMatvecIsBitIdenticalToPortableOnEveryIsa) {
+  std::mt19937 rng(21);
+  const QuantKernels& portable = quant_kernels(KernelIsa::Portable);
+  int checked = 0;
+  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0}) {
+    for (int64_t n : {32, 256, 2048}) {
+      const int64_t rows = 45;
+      std::vector<uint8_t> w;
+      for (int64_t r = 0; r < rows; ++r) {
+        auto row = random_row(type, n, rng);
+        w.insert(w.end(), row.begin(), row.end());
+      }
+      std::vector<uint8_t> packed(packed_bytes(type, n, rows));
+      pack_rows(type, w.data(), n, rows, packed.data());
+      const auto x = random_activations(n, static_cast<uint32_t>(n + rows), 0.8f);
+      ActivationBuffer act;
+      portable.quantize_activations(type, x.data(), n, act);
+      std::vector<float> want(static_cast<size_t>(rows));
+      portable.matvec(type, w.data(), n, 0, rows, act, want.data());
+      for (KernelIsa isa : available_isas()) {
+        SCOPED_TRACE(std::string(ggml_type_name(type)) + " n=" + std::to_string(n) + " " + kernel_isa_name(isa));
+        for (auto [r0, r1] : std::vector<std::pair<int64_t, int64_t>>{{0, rows}, {3, 21}, {16, 45}, {5, 6}, {32, 40}}) {
+          std::vector<float> got(static_cast<size_t>(r1 - r0), -1.0f);
+          quant_kernels(isa).matvec_packed(type, packed.data(), n, r0, r1, act, got.data());
+          for (int64_t r = r0; r < r1; ++r) {
+            ASSERT_EQ(got[static_cast<size_t>(r - r0)], want[static_cast<size_t>(r)])
+                << "row " << r << " of range [" << r0 << ", " << r1 << ")";
+          }
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GE(checked, 30);
 }
 
 }  // namespace

@@ -1,0 +1,184 @@
+// Decode mat-vec kernel benchmark (issue 5; never asserted). Writes one JSON document.
+// One thread streams a set of weight matrices too large for any cache (default 24 matrices of
+// 5632×2048, the TinyLlama-1.1B FFN shape) through each kernel set and layout the CPU can run:
+//   row-major: quant_kernels(isa).matvec over the rows as stored in a GGUF file;
+//   packed:    quant_kernels(isa).matvec_packed over the row-interleaved copy (quant.h).
+// Reported per case: median seconds per sweep over --reps sweeps, weight GB/s, and the ratio to
+// the STREAM-style triad measured in the same run, on one thread (the decode efficiency of the
+// kernel alone, without attention, norms or the thread pool).
+// Usage: kakeya_kernels_bench [--types q4_0,q8_0] [--matrices N] [--reps R] [--out FILE]
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "engine/cpu_features.h"
+#include "engine/ggml_types.h"
+#include "engine/quant.h"
+
+namespace {
+
+using namespace kakeya::engine;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// One-thread triad a = b + s·c over three arrays of `mib` MiB: bytes moved / second (median).
+double triad_gb_s(size_t mib, int reps) {
+  const size_t n = (mib << 20) / sizeof(double);
+  std::vector<double> a(n, 0.0), b(n, 1.0), c(n, 2.0);
+  std::vector<double> s;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = Clock::now();
+    for (size_t i = 0; i < n; ++i) a[i] = b[i] + 3.0 * c[i];
+    s.push_back(seconds_since(t0));
+  }
+  volatile double sink = a[n / 2];
+  (void)sink;
+  return 3.0 * static_cast<double>(n * sizeof(double)) / median(s) / 1e9;
+}
+
+// A row of random blocks with small fp16 scales (any bytes are valid quants).
+std::vector<uint8_t> random_matrix(GgmlType type, int64_t n, int64_t rows, std::mt19937& rng) {
+  std::vector<uint8_t> w(ggml_row_bytes(type, n) * static_cast<size_t>(rows));
+  for (auto& b : w) b = static_cast<uint8_t>(rng());
+  const size_t block = ggml_block_bytes(type);
+  if (type == GgmlType::Q4_0 || type == GgmlType::Q8_0) {
+    for (size_t off = 0; off < w.size(); off += block) {
+      const uint16_t h = fp32_to_fp16(0.01f);
+      std::memcpy(w.data() + off, &h, 2);
+    }
+  } else if (type == GgmlType::F16) {
+    for (size_t off = 0; off < w.size(); off += 2) {
+      const uint16_t h = fp32_to_fp16(static_cast<float>(static_cast<int>(rng() % 200) - 100) * 1e-3f);
+      std::memcpy(w.data() + off, &h, 2);
+    }
+  }
+  return w;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> types = {"q4_0", "q8_0", "f16"};
+  int matrices = 24;
+  int reps = 7;
+  int64_t rows = 5632, cols = 2048;
+  std::string out;
+  CLI::App app{"kakeya_kernels_bench — one-thread decode mat-vec GB/s per kernel set and weight layout (JSON)"};
+  app.add_option("--types", types, "Weight types")->delimiter(',')->capture_default_str();
+  app.add_option("--matrices", matrices, "Distinct matrices streamed per sweep")->capture_default_str()->check(CLI::Range(1, 512));
+  app.add_option("--reps", reps, "Timed sweeps per case")->capture_default_str()->check(CLI::Range(1, 1000));
+  app.add_option("--rows", rows, "Rows per matrix")->capture_default_str()->check(CLI::Range(16, 1 << 20));
+  app.add_option("--cols", cols, "Columns per matrix (a multiple of 32)")->capture_default_str()->check(CLI::Range(32, 1 << 20));
+  app.add_option("--out", out, "JSON output (default: stdout only)");
+  CLI11_PARSE(app, argc, argv);
+  if (cols % 32 != 0) {
+    std::cerr << "kernels_bench: --cols " << cols << " is not a multiple of 32\n";
+    return 2;
+  }
+
+  std::vector<KernelIsa> isas = {KernelIsa::Portable};
+  for (KernelIsa isa : {KernelIsa::Avx2, KernelIsa::Avx512})
+    if (kernel_isa_available(isa)) isas.push_back(isa);
+  std::cerr << "kernels_bench: triad (1 thread)\n";
+  const double triad_before = triad_gb_s(256, 5);
+
+  nlohmann::json cases = nlohmann::json::array();
+  std::mt19937 rng(1);
+  std::vector<float> y(static_cast<size_t>(rows));
+  std::vector<float> x(static_cast<size_t>(cols));
+  for (auto& v : x) v = static_cast<float>(static_cast<int>(rng() % 2000) - 1000) * 1e-3f;
+  for (const std::string& tname : types) {
+    auto type = ggml_type_from_name(tname.c_str());
+    if (!type.ok()) {
+      std::cerr << "kernels_bench: " << type.error().str() << "\n";
+      return 2;
+    }
+    std::cerr << "kernels_bench: " << tname << ": " << matrices << " matrices of " << rows << "x" << cols << "\n";
+    std::vector<std::vector<uint8_t>> row_major;
+    struct Buf { uint8_t* p = nullptr; size_t n = 0; uint8_t* data() { return p; } bool empty() const { return p == nullptr; } };
+    std::vector<Buf> packed;
+    for (int m = 0; m < matrices; ++m) {
+      row_major.push_back(random_matrix(*type, cols, rows, rng));
+      if (packable(*type, cols)) {
+        const size_t nb = packed_bytes(*type, cols, rows);
+        const size_t al = size_t{2} << 20;
+        auto* p = static_cast<uint8_t*>(std::aligned_alloc(al, (nb + al - 1) / al * al));
+        if (std::getenv("KHUGE")) madvise(p, (nb + al - 1) / al * al, MADV_HUGEPAGE);
+        packed.push_back(Buf{p, nb});
+        pack_rows(*type, row_major.back().data(), cols, rows, packed.back().data());
+      }
+    }
+    const double bytes = static_cast<double>(row_major[0].size()) * matrices;
+    for (KernelIsa isa : isas) {
+      const QuantKernels& k = quant_kernels(isa);
+      if (isa == KernelIsa::Portable && *type != GgmlType::F16) continue;  // minutes per sweep; not a decode path
+      ActivationBuffer act;
+      k.quantize_activations(*type, x.data(), cols, act);
+      // The layouts alternate sweep by sweep, so drifts of the machine's bandwidth (2x within
+      // minutes on the VMs measured) hit both alike.
+      std::vector<std::string> layouts = {"row-major"};
+      if (!packed.empty()) layouts.push_back("packed");
+      std::vector<std::vector<double>> s(layouts.size());
+      for (int r = 0; r <= reps; ++r) {  // round 0 is a warm-up
+        for (size_t l = 0; l < layouts.size(); ++l) {
+          const auto t0 = Clock::now();
+          for (int m = 0; m < matrices; ++m) {
+            if (layouts[l] == "packed") {
+              k.matvec_packed(*type, packed[static_cast<size_t>(m)].data(), cols, 0, rows, act, y.data());
+            } else {
+              k.matvec(*type, row_major[static_cast<size_t>(m)].data(), cols, 0, rows, act, y.data());
+            }
+          }
+          if (r > 0) s[l].push_back(seconds_since(t0));
+        }
+      }
+      for (size_t l = 0; l < layouts.size(); ++l) {
+        const double sec = median(s[l]);
+        const double gb_s = bytes / sec / 1e9;
+        std::cerr << "  " << tname << " " << kernel_isa_name(isa) << " " << layouts[l] << ": " << gb_s << " GB/s\n";
+        cases.push_back({{"type", tname},
+                         {"kernel_isa", kernel_isa_name(isa)},
+                         {"layout", layouts[l]},
+                         {"sweep_s_median", sec},
+                         {"weight_bytes_per_sweep", bytes},
+                         {"weight_gb_s", gb_s}});
+      }
+    }
+  }
+  const double triad_after = triad_gb_s(256, 5);
+  const double triad = std::max(triad_before, triad_after);
+  for (auto& c : cases) c["efficiency_vs_triad_1t"] = c["weight_gb_s"].get<double>() / triad;
+  nlohmann::json doc = {{"bench", "kernels"},
+                        {"cpu_features", cpu_features().to_string()},
+                        {"matrix", {{"rows", rows}, {"cols", cols}, {"count", matrices}}},
+                        {"reps", reps},
+                        {"triad_gb_s_1t", {{"before", triad_before}, {"after", triad_after}, {"used", triad}}},
+                        {"cases", cases}};
+  std::cout << doc.dump(2) << "\n";
+  if (!out.empty()) {
+    std::ofstream f(out);
+    f << doc.dump(2) << "\n";
+    if (!f) {
+      std::cerr << "kernels_bench: cannot write " << out << "\n";
+      return 1;
+    }
+  }
+  return 0;
+}

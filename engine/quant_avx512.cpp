@@ -1,0 +1,172 @@
+// AVX-512 F/BW/VL/VNNI kernels for packed (row-interleaved) Q4_0 and Q8_0 matrices; everything
+// else is the AVX2 set. This file is compiled with -mavx512f -mavx512bw -mavx512vl
+// -mavx512vnni (plus the AVX2 flags) and only entered through detail::avx512_kernels() after
+// cpu_features().can_run_avx512().
+//
+// One 64-byte load of a packed group holds the same 4 bytes of 16 rows (layout in quant.h);
+// VPDPBUSD (u8 × s8, four products summed into each int32 lane) against the 4 activation bytes
+// broadcast to every lane accumulates 16 exact row sums at once. Agreement with the portable
+// kernels: bit-identical (exact integer block sums; per row Q4_0 s = fma(sumi, dw·da, s), Q8_0
+// s += sumi·(dw·da) with the product rounded before the add).
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "engine/quant.h"
+
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+// GCC 12 reports its own _mm512_undefined_* placeholders (inside _mm512_cvtph_ps and friends) as
+// maybe-uninitialized once inlined; the intrinsics overwrite every lane.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace kakeya::engine {
+
+namespace {
+
+struct PackTerms {
+  int32_t corr;  // the unsigned-operand offset times Σqy: Q4_0 8·Σqy, Q8_0 128·Σqy
+  float d;       // fp16(a.d)
+};
+
+inline int32_t load_i32(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// Per activation block: corr = offset·Σqy and fp16(a.d). Thread-local, reused across calls.
+const PackTerms* pack_terms(const BlockQ8_0* a, int64_t nb, int32_t offset) {
+  thread_local std::vector<PackTerms> terms;
+  terms.resize(static_cast<size_t>(nb));
+  for (int64_t b = 0; b < nb; ++b) {
+    int32_t sum = 0;
+    for (int j = 0; j < 32; ++j) sum += a[b].qs[j];
+    terms[static_cast<size_t>(b)] = {offset * sum, _cvtsh_ss(a[b].d)};
+  }
+  return terms.data();
+}
+
+// Stores the lanes of the 16 rows starting at row0 that fall in [r0, r1) to y[row - r0].
+inline void store_rows16(__m512 v, int64_t row0, int64_t r0, int64_t r1, float* y) {
+  if (row0 >= r0 && row0 + kPackRows <= r1) {
+    _mm512_storeu_ps(y + (row0 - r0), v);
+    return;
+  }
+  alignas(64) float tmp[kPackRows];
+  _mm512_store_ps(tmp, v);
+  for (int64_t r = std::max(r0, row0); r < std::min(r1, row0 + kPackRows); ++r) y[r - r0] = tmp[r - row0];
+}
+
+// Software prefetch distance in bytes (about one group of a 2048-wide Q4_0 matrix ahead, like
+// the row-major kernels). A group is one contiguous stream, but without this the kernel waits
+// on memory most of the time on the VMs measured; 2–8 KiB was slower (bench/README.md).
+constexpr size_t kPrefetchBytes = 16384;
+
+inline void prefetch_lines(const uint8_t* p, size_t bytes) {
+  for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
+}
+
+// Keeps the compiler from fusing the multiply that produced v with a later add.
+inline __m512 keep_rounded(__m512 v) {
+  __asm__("" : "+v"(v));
+  return v;
+}
+
+// Q4_0: the nibbles are the unsigned operand as stored (0..15); the −8 offset is removed once per
+// block with 8·Σqy. Low nibbles of chunk c are elements 4c..4c+3, high nibbles 16+4c..16+4c+3.
+void packed_q4_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act,
+                 float* y) {
+  const int64_t nb = n / 32;
+  const size_t gbytes = detail::packed_group_bytes(GgmlType::Q4_0, n);
+  const auto* a = reinterpret_cast<const BlockQ8_0*>(act.bytes.data());
+  const PackTerms* terms = pack_terms(a, nb, 8);
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  for (int64_t g = r0 / kPackRows; g * kPackRows < r1; ++g) {
+    const uint8_t* group = packed + static_cast<size_t>(g) * gbytes;
+    const auto* scales = reinterpret_cast<const uint16_t*>(group);
+    const uint8_t* quants = group + static_cast<size_t>(nb) * kPackRows * 2;
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* q = quants + static_cast<size_t>(b) * 256;
+      prefetch_lines(q + kPrefetchBytes, 256);
+      if ((b & 1) == 0) prefetch_lines(reinterpret_cast<const uint8_t*>(scales + b * kPackRows) + kPrefetchBytes / 8, 64);
+      const int8_t* qy = a[b].qs;
+      __m512i s_lo = _mm512_setzero_si512(), s_hi = _mm512_setzero_si512();
+      for (int c = 0; c < 4; ++c) {
+        const __m512i v = _mm512_loadu_si512(q + 64 * c);
+        s_lo = _mm512_dpbusd_epi32(s_lo, _mm512_and_si512(v, low4), _mm512_set1_epi32(load_i32(qy + 4 * c)));
+        s_hi = _mm512_dpbusd_epi32(s_hi, _mm512_and_si512(_mm512_srli_epi16(v, 4), low4),
+                                   _mm512_set1_epi32(load_i32(qy + 16 + 4 * c)));
+      }
+      const __m512i sumi = _mm512_sub_epi32(_mm512_add_epi32(s_lo, s_hi), _mm512_set1_epi32(terms[b].corr));
+      const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kPackRows)));
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(dw, _mm512_set1_ps(terms[b].d)), acc);
+    }
+    store_rows16(acc, g * kPackRows, r0, r1, y);
+  }
+}
+
+// Q8_0: signed weights become the unsigned operand by flipping the sign bit (q + 128); the
+// 128·Σqy this adds is removed once per block.
+void packed_q8_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act,
+                 float* y) {
+  const int64_t nb = n / 32;
+  const size_t gbytes = detail::packed_group_bytes(GgmlType::Q8_0, n);
+  const auto* a = reinterpret_cast<const BlockQ8_0*>(act.bytes.data());
+  const PackTerms* terms = pack_terms(a, nb, 128);
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int64_t g = r0 / kPackRows; g * kPackRows < r1; ++g) {
+    const uint8_t* group = packed + static_cast<size_t>(g) * gbytes;
+    const auto* scales = reinterpret_cast<const uint16_t*>(group);
+    const uint8_t* quants = group + static_cast<size_t>(nb) * kPackRows * 2;
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* q = quants + static_cast<size_t>(b) * 512;
+      prefetch_lines(q + kPrefetchBytes, 512);
+      if ((b & 1) == 0) prefetch_lines(reinterpret_cast<const uint8_t*>(scales + b * kPackRows) + kPrefetchBytes / 16, 64);
+      const int8_t* qy = a[b].qs;
+      __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+      for (int c = 0; c < 8; c += 2) {
+        const __m512i v0 = _mm512_xor_si512(_mm512_loadu_si512(q + 64 * c), flip);
+        const __m512i v1 = _mm512_xor_si512(_mm512_loadu_si512(q + 64 * (c + 1)), flip);
+        s0 = _mm512_dpbusd_epi32(s0, v0, _mm512_set1_epi32(load_i32(qy + 4 * c)));
+        s1 = _mm512_dpbusd_epi32(s1, v1, _mm512_set1_epi32(load_i32(qy + 4 * (c + 1))));
+      }
+      const __m512i sumi = _mm512_sub_epi32(_mm512_add_epi32(s0, s1), _mm512_set1_epi32(terms[b].corr));
+      const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kPackRows)));
+      const __m512 p = keep_rounded(_mm512_mul_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(dw, _mm512_set1_ps(terms[b].d))));
+      acc = _mm512_add_ps(acc, p);
+    }
+    store_rows16(acc, g * kPackRows, r0, r1, y);
+  }
+}
+
+void avx512_matvec_packed(GgmlType type, const uint8_t* packed, int64_t n, int64_t r0, int64_t r1,
+                          const ActivationBuffer& act, float* y) {
+  if (type == GgmlType::Q4_0) return packed_q4_0(packed, n, r0, r1, act, y);
+  packed_q8_0(packed, n, r0, r1, act, y);
+}
+
+}  // namespace
+
+namespace detail {
+
+const QuantKernels& avx512_kernels() {
+  static const QuantKernels k = [] {
+    QuantKernels set = avx2_kernels();
+    set.matvec_packed = avx512_matvec_packed;
+    return set;
+  }();
+  return k;
+}
+
+}  // namespace detail
+
+}  // namespace kakeya::engine
