@@ -284,32 +284,32 @@ void packed_q4_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const
     const uint8_t* group = packed + static_cast<size_t>(g) * gbytes;
     const auto* scales = reinterpret_cast<const uint16_t*>(group);
     const uint8_t* quants = group + static_cast<size_t>(nb) * kPackRows * 2;
-    for (int64_t half = 0; half < 2; ++half) {
-      const int64_t row0 = g * kPackRows + 8 * half;
-      if (row0 + 8 <= r0 || row0 >= r1) continue;
-      __m256 acc = _mm256_setzero_ps();
-      for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* q = quants + static_cast<size_t>(b) * 256 + static_cast<size_t>(half) * 32;
-        if (half == 0) {  // the second half reads the lines the first pass brought in
-          for (int c = 0; c < 4; ++c) _mm_prefetch(reinterpret_cast<const char*>(q + kPackedPrefetchBytes + 64 * c), _MM_HINT_T0);
-          if (b % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(scales + b * kPackRows) + kPackedPrefetchBytes / 8, _MM_HINT_T0);
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};  // rows 0..7, 8..15 of the group
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* q = quants + static_cast<size_t>(b) * 256;
+      for (int c = 0; c < 4; ++c) _mm_prefetch(reinterpret_cast<const char*>(q + kPackedPrefetchBytes + 64 * c), _MM_HINT_T0);
+      if (b % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(scales + b * kPackRows) + kPackedPrefetchBytes / 8, _MM_HINT_T0);
+      const int8_t* qy = a[b].qs;
+      __m256i s16[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+      for (int c = 0; c < 4; ++c) {
+        const __m256i ylo = _mm256_set1_epi32(load_i32(qy + 4 * c));
+        const __m256i yhi = _mm256_set1_epi32(load_i32(qy + 16 + 4 * c));
+        for (int h = 0; h < 2; ++h) {
+          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * c + 32 * h));
+          s16[h] = _mm256_add_epi16(s16[h], _mm256_maddubs_epi16(_mm256_and_si256(v, low4), ylo));
+          s16[h] = _mm256_add_epi16(s16[h], _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), low4), yhi));
         }
-        const int8_t* qy = a[b].qs;
-        __m256i s16 = _mm256_setzero_si256();
-        for (int c = 0; c < 4; ++c) {
-          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * c));
-          const __m256i lo = _mm256_and_si256(v, low4);
-          const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
-          s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(lo, _mm256_set1_epi32(load_i32(qy + 4 * c))));
-          s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(hi, _mm256_set1_epi32(load_i32(qy + 16 + 4 * c))));
-        }
-        const __m256i sumi = _mm256_sub_epi32(_mm256_madd_epi16(s16, ones16), _mm256_set1_epi32(terms[b].corr));
-        const __m256 dw = _mm256_cvtph_ps(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + b * kPackRows + 8 * half)));
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_mul_ps(dw, _mm256_set1_ps(terms[b].d)), acc);
       }
-      store_rows8(acc, row0, r0, r1, y);
+      const __m256 da = _mm256_set1_ps(terms[b].d);
+      const __m256i corr = _mm256_set1_epi32(terms[b].corr);
+      for (int h = 0; h < 2; ++h) {
+        const __m256i sumi = _mm256_sub_epi32(_mm256_madd_epi16(s16[h], ones16), corr);
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + b * kPackRows + 8 * h)));
+        acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_mul_ps(dw, da), acc[h]);
+      }
     }
+    store_rows8(acc[0], g * kPackRows, r0, r1, y);
+    store_rows8(acc[1], g * kPackRows + 8, r0, r1, y);
   }
 }
 
@@ -334,31 +334,30 @@ void packed_q8_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const
     const uint8_t* group = packed + static_cast<size_t>(g) * gbytes;
     const auto* scales = reinterpret_cast<const uint16_t*>(group);
     const uint8_t* quants = group + static_cast<size_t>(nb) * kPackRows * 2;
-    for (int64_t half = 0; half < 2; ++half) {
-      const int64_t row0 = g * kPackRows + 8 * half;
-      if (row0 + 8 <= r0 || row0 >= r1) continue;
-      __m256 acc = _mm256_setzero_ps();
-      for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* q = quants + static_cast<size_t>(b) * 512 + static_cast<size_t>(half) * 32;
-        if (half == 0) {
-          for (int c = 0; c < 8; ++c) _mm_prefetch(reinterpret_cast<const char*>(q + kPackedPrefetchBytes + 64 * c), _MM_HINT_T0);
-          if (b % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(scales + b * kPackRows) + kPackedPrefetchBytes / 16, _MM_HINT_T0);
-        }
-        const int8_t* qy = a[b].qs;
-        __m256i sumi = _mm256_setzero_si256();
-        for (int c = 0; c < 8; ++c) {
-          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * c));
-          const __m256i yb = _mm256_set1_epi32(load_i32(qy + 4 * c));
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* q = quants + static_cast<size_t>(b) * 512;
+      for (int c = 0; c < 8; ++c) _mm_prefetch(reinterpret_cast<const char*>(q + kPackedPrefetchBytes + 64 * c), _MM_HINT_T0);
+      if (b % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(scales + b * kPackRows) + kPackedPrefetchBytes / 16, _MM_HINT_T0);
+      const int8_t* qy = a[b].qs;
+      __m256i sumi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+      for (int c = 0; c < 8; ++c) {
+        const __m256i yb = _mm256_set1_epi32(load_i32(qy + 4 * c));
+        for (int h = 0; h < 2; ++h) {
+          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * c + 32 * h));
           const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(yb, v));
-          sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p16, ones16));
+          sumi[h] = _mm256_add_epi32(sumi[h], _mm256_madd_epi16(p16, ones16));
         }
-        const __m256 dw = _mm256_cvtph_ps(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + b * kPackRows + 8 * half)));
-        const __m256 p = keep_rounded(_mm256_mul_ps(_mm256_cvtepi32_ps(sumi), _mm256_mul_ps(dw, _mm256_set1_ps(terms[b].d))));
-        acc = _mm256_add_ps(acc, p);
       }
-      store_rows8(acc, row0, r0, r1, y);
+      const __m256 da = _mm256_set1_ps(terms[b].d);
+      for (int h = 0; h < 2; ++h) {
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + b * kPackRows + 8 * h)));
+        const __m256 p = keep_rounded(_mm256_mul_ps(_mm256_cvtepi32_ps(sumi[h]), _mm256_mul_ps(dw, da)));
+        acc[h] = _mm256_add_ps(acc[h], p);
+      }
     }
+    store_rows8(acc[0], g * kPackRows, r0, r1, y);
+    store_rows8(acc[1], g * kPackRows + 8, r0, r1, y);
   }
 }
 

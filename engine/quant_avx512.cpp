@@ -94,20 +94,33 @@ void packed_q4_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const
     const uint8_t* quants = group + static_cast<size_t>(nb) * kPackRows * 2;
     __m512 acc = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* q = quants + static_cast<size_t>(b) * 256;
-      prefetch_lines(q + kPrefetchBytes, 256);
-      if ((b & 1) == 0) prefetch_lines(reinterpret_cast<const uint8_t*>(scales + b * kPackRows) + kPrefetchBytes / 8, 64);
+      // The 8 activation broadcasts first, then the four 64-byte loads, then the products: this
+      // order (rather than load-compute per chunk) keeps up with memory (bench/README.md).
       const int8_t* qy = a[b].qs;
-      __m512i s_lo = _mm512_setzero_si512(), s_hi = _mm512_setzero_si512();
-      for (int c = 0; c < 4; ++c) {
-        const __m512i v = _mm512_loadu_si512(q + 64 * c);
-        s_lo = _mm512_dpbusd_epi32(s_lo, _mm512_and_si512(v, low4), _mm512_set1_epi32(load_i32(qy + 4 * c)));
-        s_hi = _mm512_dpbusd_epi32(s_hi, _mm512_and_si512(_mm512_srli_epi16(v, 4), low4),
-                                   _mm512_set1_epi32(load_i32(qy + 16 + 4 * c)));
+      const __m512i y0 = _mm512_set1_epi32(load_i32(qy)), y1 = _mm512_set1_epi32(load_i32(qy + 4)),
+                    y2 = _mm512_set1_epi32(load_i32(qy + 8)), y3 = _mm512_set1_epi32(load_i32(qy + 12));
+      const __m512i z0 = _mm512_set1_epi32(load_i32(qy + 16)), z1 = _mm512_set1_epi32(load_i32(qy + 20)),
+                    z2 = _mm512_set1_epi32(load_i32(qy + 24)), z3 = _mm512_set1_epi32(load_i32(qy + 28));
+      const __m512 da = _mm512_set1_ps(terms[b].d);
+      const __m512i corr = _mm512_set1_epi32(terms[b].corr);
+      {
+        const uint8_t* q = quants + static_cast<size_t>(b) * 256;
+        prefetch_lines(q + kPrefetchBytes, 256);
+        if ((b & 1) == 0) prefetch_lines(reinterpret_cast<const uint8_t*>(scales + b * kPackRows) + kPrefetchBytes / 8, 64);
+        const __m512i v0 = _mm512_loadu_si512(q), v1 = _mm512_loadu_si512(q + 64), v2 = _mm512_loadu_si512(q + 128),
+                      v3 = _mm512_loadu_si512(q + 192);
+        __m512i s_lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(v0, low4), y0);
+        __m512i s_hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(_mm512_srli_epi16(v0, 4), low4), z0);
+        s_lo = _mm512_dpbusd_epi32(s_lo, _mm512_and_si512(v1, low4), y1);
+        s_hi = _mm512_dpbusd_epi32(s_hi, _mm512_and_si512(_mm512_srli_epi16(v1, 4), low4), z1);
+        s_lo = _mm512_dpbusd_epi32(s_lo, _mm512_and_si512(v2, low4), y2);
+        s_hi = _mm512_dpbusd_epi32(s_hi, _mm512_and_si512(_mm512_srli_epi16(v2, 4), low4), z2);
+        s_lo = _mm512_dpbusd_epi32(s_lo, _mm512_and_si512(v3, low4), y3);
+        s_hi = _mm512_dpbusd_epi32(s_hi, _mm512_and_si512(_mm512_srli_epi16(v3, 4), low4), z3);
+        const __m512i sumi = _mm512_sub_epi32(_mm512_add_epi32(s_lo, s_hi), corr);
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kPackRows)));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(dw, da), acc);
       }
-      const __m512i sumi = _mm512_sub_epi32(_mm512_add_epi32(s_lo, s_hi), _mm512_set1_epi32(terms[b].corr));
-      const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kPackRows)));
-      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(dw, _mm512_set1_ps(terms[b].d)), acc);
     }
     store_rows16(acc, g * kPackRows, r0, r1, y);
   }
@@ -132,12 +145,14 @@ void packed_q8_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const
       prefetch_lines(q + kPrefetchBytes, 512);
       if ((b & 1) == 0) prefetch_lines(reinterpret_cast<const uint8_t*>(scales + b * kPackRows) + kPrefetchBytes / 16, 64);
       const int8_t* qy = a[b].qs;
-      __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
-      for (int c = 0; c < 8; c += 2) {
-        const __m512i v0 = _mm512_xor_si512(_mm512_loadu_si512(q + 64 * c), flip);
-        const __m512i v1 = _mm512_xor_si512(_mm512_loadu_si512(q + 64 * (c + 1)), flip);
-        s0 = _mm512_dpbusd_epi32(s0, v0, _mm512_set1_epi32(load_i32(qy + 4 * c)));
-        s1 = _mm512_dpbusd_epi32(s1, v1, _mm512_set1_epi32(load_i32(qy + 4 * (c + 1))));
+      __m512i yb[8], v[8];
+      for (int c = 0; c < 8; ++c) yb[c] = _mm512_set1_epi32(load_i32(qy + 4 * c));
+      for (int c = 0; c < 8; ++c) v[c] = _mm512_xor_si512(_mm512_loadu_si512(q + 64 * c), flip);
+      __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v[0], yb[0]);
+      __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v[1], yb[1]);
+      for (int c = 2; c < 8; c += 2) {
+        s0 = _mm512_dpbusd_epi32(s0, v[c], yb[c]);
+        s1 = _mm512_dpbusd_epi32(s1, v[c + 1], yb[c + 1]);
       }
       const __m512i sumi = _mm512_sub_epi32(_mm512_add_epi32(s0, s1), _mm512_set1_epi32(terms[b].corr));
       const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kPackRows)));
