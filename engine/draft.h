@@ -70,7 +70,7 @@ struct DraftOptions {
   // Directory for the temporary quantized copy (the file is unlinked right after it is mapped).
   std::string temp_dir = "/tmp";
   // Load gguf and quant drafts with Q4_0/Q8_0 weights packed (ModelLoadOptions::pack_rows).
-  bool pack_rows = false;
+  bool pack_rows = default_pack_rows();
 };
 
 // Errors "vocab_mismatch" unless both vocabularies have the same size and every token string is

@@ -16,7 +16,12 @@
 //   * one token (decode): quantize_activations + matvec, multithreaded over rows — activations are
 //     converted exactly like ggml-cpu (Q8_0/Q8_K/F16/BF16), so logits match llama.cpp's to ~1e-6
 //     (up to ~1e-3 on the fragile synthetic references).
-//   * several tokens (prefill/verify), MatmulMode::kSgemm (default): weights dequantized to f32
+//   * several tokens, MatmulMode::kAuto (default): kSgemm for batches of at least
+//     kMinSgemmTokens (32) tokens, kQuantizedActivations below — reading the weights once and
+//     reusing them from cache beats dequantizing the whole model for a short prompt (ggml's BLAS
+//     backend likewise takes only batches of >= 32). Packed weights (model.h) always take the
+//     quantized path under kAuto: their kernels beat dequantize + sgemm at every batch size.
+//   * several tokens (prefill/verify), MatmulMode::kSgemm: weights dequantized to f32
 //     in row tiles (per-context scratch; F32 weights used in place) and multiplied with OpenBLAS
 //     cblas_sgemm. Activations are NOT quantized, so for quantized weights the logits differ from
 //     the decode path by the activation-quantization error (~2e-2 on the synthetic references).
@@ -41,13 +46,14 @@
 
 namespace kakeya::engine {
 
-enum class MatmulMode { kSgemm, kQuantizedActivations };
+enum class MatmulMode { kAuto, kSgemm, kQuantizedActivations };
+inline constexpr size_t kMinSgemmTokens = 32;  // kAuto's threshold
 
 struct ContextOptions {
   size_t n_ctx = 0;      // maximum sequence length in tokens; 0 = the model's context_length
   int n_threads = 1;     // threads for the pool and for OpenBLAS (>= 1)
   size_t n_batch = 512;  // prefill chunk: tokens per forward pass (>= 1)
-  MatmulMode batched_matmul = MatmulMode::kSgemm;
+  MatmulMode batched_matmul = MatmulMode::kAuto;
 };
 
 class LlamaContext {
@@ -91,6 +97,11 @@ class LlamaContext {
   // Changes the matmul mode of later batched evals (e.g. prefill with kSgemm, then verify
   // speculative blocks with kQuantizedActivations so they agree with one-token decode).
   void set_batched_matmul(MatmulMode mode) { options_.batched_matmul = mode; }
+  // Whether a batch of n tokens goes through dequantize + sgemm (and batched attention).
+  bool use_sgemm(size_t n) const {
+    if (n <= 1 || options_.batched_matmul == MatmulMode::kQuantizedActivations) return false;
+    return options_.batched_matmul == MatmulMode::kSgemm || n >= kMinSgemmTokens;
+  }
   size_t n_past() const { return kv_->n_committed(); }
   size_t n_ctx() const { return options_.n_ctx; }
   int64_t n_vocab() const { return model_.hparams().n_vocab; }
@@ -117,6 +128,7 @@ class LlamaContext {
   // Outputs of the same weight type share one activation conversion and one parallel region.
   void matmul(std::initializer_list<MatmulOut> outs, const float* x, size_t n);
   void matmul_sgemm(const WeightMatrix& w, const float* x, size_t n, float* y);
+  bool sgemm_matmul(const WeightMatrix& w, size_t n) const;  // this matrix's path for n tokens
   void matmul_quantized(std::span<const MatmulOut> outs, const float* x, size_t n);
   void attention(size_t il, const float* q, size_t n, size_t pos0, float* out);
   void attention_batched(size_t il, const float* q, size_t n, size_t pos0, float* out);

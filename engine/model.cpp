@@ -115,6 +115,8 @@ Result<LlamaHparams> read_hparams(const GgufFile& f) {
 
 }  // namespace
 
+bool default_pack_rows() { return active_kernel_isa() != KernelIsa::Portable; }
+
 void LlamaModel::FreeDeleter::operator()(uint8_t* p) const { std::free(p); }
 
 Result<LlamaModel> LlamaModel::load(const std::string& path, ModelLoadOptions options) {

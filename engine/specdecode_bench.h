@@ -47,7 +47,7 @@ struct SpecBenchConfig {
   // gen_tokens and the gate's DECODE_TOKENS rule can judge the run.
   bool ignore_eos = false;
   // Load the target (and gguf/quant drafts) with Q4_0/Q8_0 weights packed (ModelLoadOptions).
-  bool pack_rows = false;
+  bool pack_rows = default_pack_rows();
 };
 
 // One workload prompt. `needle`/`answer` only for niah.

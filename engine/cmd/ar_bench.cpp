@@ -36,7 +36,8 @@ struct BenchArgs {
   int threads = 0;  // 0 = every logical CPU
   size_t n_ctx = 0;
   size_t n_batch = 512;
-  std::string weight_layout = "row-major";
+  std::string weight_layout = "auto";
+  std::string batched_matmul = "auto";
   std::string out;
   bool json = false;
 };
@@ -102,11 +103,15 @@ int run_ar_bench(BenchArgs a) {
   if (lengths.empty()) return fail(make_error("bad_param", "--prompt-lengths is empty"));
   if (a.samples < 1 || a.gen_tokens < 1)
     return fail(make_error("bad_param", "--samples and --gen-tokens must be >= 1"));
-  auto model = LlamaModel::load(a.model, ModelLoadOptions{.pack_rows = a.weight_layout == "packed"});
+  const bool pack = a.weight_layout == "auto" ? default_pack_rows() : a.weight_layout == "packed";
+  auto model = LlamaModel::load(a.model, ModelLoadOptions{.pack_rows = pack});
   if (!model.ok()) return fail(model.error());
   auto tok = Tokenizer::from_gguf(model->gguf());
   if (!tok.ok()) return fail(tok.error());
-  LlamaContext ctx(model.value(), ContextOptions{a.n_ctx, a.threads, a.n_batch});
+  const MatmulMode mode = a.batched_matmul == "sgemm"       ? MatmulMode::kSgemm
+                         : a.batched_matmul == "quantized" ? MatmulMode::kQuantizedActivations
+                                                           : MatmulMode::kAuto;
+  LlamaContext ctx(model.value(), ContextOptions{a.n_ctx, a.threads, a.n_batch, mode});
   const size_t max_len = *std::max_element(lengths.begin(), lengths.end());
   for (size_t len : lengths) {
     if (len + static_cast<size_t>(a.gen_tokens) > ctx.n_ctx())
@@ -189,7 +194,8 @@ int run_ar_bench(BenchArgs a) {
                  {"threads", a.threads},
                  {"n_ctx", ctx.n_ctx()},
                  {"n_batch", a.n_batch},
-                 {"weight_layout", a.weight_layout},
+                 {"weight_layout", pack ? "packed" : "row-major"},
+                 {"batched_matmul", a.batched_matmul},
                  {"decoding", "greedy"},
                  {"timing_scope", "prefill: one eval of the whole prompt from an empty KV cache; "
                                   "decode: gen_tokens one-token evals; tokenization excluded"}};
@@ -236,10 +242,15 @@ void add_ar_bench(CLI::App& app, int& exit_code) {
   sub->add_option("--n-ctx", a->n_ctx, "Context length (0 = the model's)")->capture_default_str();
   sub->add_option("--n-batch", a->n_batch, "Prefill chunk in tokens")->capture_default_str()->check(CLI::Range(1, 65536));
   sub->add_option("--weight-layout", a->weight_layout,
-                  "packed: Q4_0/Q8_0 matmul weights in the row-interleaved layout of the packed kernels; "
-                  "row-major: as stored in the file (for side-by-side comparisons)")
+                  "auto: packed when the CPU has AVX2 or AVX-512; packed: Q4_0/Q8_0 matmul weights copied into the "
+                  "row-interleaved layout of the packed kernels; row-major: as stored in the file")
       ->capture_default_str()
-      ->check(CLI::IsMember({"packed", "row-major"}));
+      ->check(CLI::IsMember({"auto", "packed", "row-major"}));
+  sub->add_option("--batched-matmul", a->batched_matmul,
+                  "Prefill matmuls: auto (sgemm from 32 tokens), sgemm (dequantize + OpenBLAS) or quantized "
+                  "(the decode kernels, weights reused from cache across the batch)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "sgemm", "quantized"}));
   sub->add_option("--out", a->out, "Directory for report.json (created if missing)")->required();
   sub->add_flag("--json", a->json, "Print the report JSON on stdout instead of a table");
   sub->callback([a, &exit_code] { exit_code = run_ar_bench(*a); });

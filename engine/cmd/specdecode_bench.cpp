@@ -17,7 +17,7 @@ struct Args {
   std::string block_sizes = "2,4,8";
   std::string verify_sizes = "1,2,4,8,16";
   std::string verify_mode = "quantized";
-  std::string weight_layout = "row-major";
+  std::string weight_layout = "auto";
   std::string draft_model;  // --draft-model PATH: same as --draft gguf:PATH
   bool draft_given = false;
   std::string out;
@@ -57,7 +57,7 @@ int run(Args& a) {
   auto vs = parse_list("--verify-sizes", a.verify_sizes);
   if (!vs.ok()) return fail(vs.error());
   a.config.verify_sizes = vs.value();
-  a.config.pack_rows = a.weight_layout == "packed";
+  a.config.pack_rows = a.weight_layout == "auto" ? default_pack_rows() : a.weight_layout == "packed";
   if (a.verify_mode == "quantized") {
     a.config.verify_mode = MatmulMode::kQuantizedActivations;
   } else if (a.verify_mode == "sgemm") {
@@ -113,10 +113,10 @@ void add_specdecode_bench(CLI::App& app, int& exit_code) {
                   "true: keep decoding past EOS in both arms (for models that answer in a few tokens)")
       ->capture_default_str();
   sub->add_option("--weight-layout", a->weight_layout,
-                  "packed: Q4_0/Q8_0 weights of the target and model drafts in the row-interleaved layout "
-                  "of the packed kernels; row-major: as stored")
+                  "auto: packed when the CPU has AVX2 or AVX-512; packed: Q4_0/Q8_0 weights of the target and "
+                  "model drafts in the row-interleaved layout of the packed kernels; row-major: as stored")
       ->capture_default_str()
-      ->check(CLI::IsMember({"packed", "row-major"}));
+      ->check(CLI::IsMember({"auto", "packed", "row-major"}));
   sub->add_option("--temp-dir", a->config.temp_dir, "Directory for the temporary quantized draft copy")->capture_default_str();
   sub->add_option("--out", a->out, "Directory for report.json (created if missing)")->required();
   sub->add_flag("--json", a->json, "Print the report JSON on stdout instead of a table");

@@ -171,7 +171,7 @@ TEST_P(SynthReference, LogitsAndGreedyMatchLlamaCpp) {
   expect_rows_close(qb.value(), ref["logits"], c.decode_tol, "batched_quantized_act");
 
   // 3. Batched sgemm on dequantized weights (f32 activations): documented looser tolerance.
-  LlamaContext bctx(model, ContextOptions{512, 3, 512});
+  LlamaContext bctx(model, ContextOptions{512, 3, 512, MatmulMode::kSgemm});
   auto b = bctx.eval(prompt, true);
   ASSERT_TRUE(b.ok());
   expect_rows_close(b.value(), ref["logits"], c.batched_tol, "batched_sgemm");
@@ -205,7 +205,7 @@ TEST(Llama, BatchedPrefillEqualsTokenByTokenAndChunking) {
   LlamaContext one(model, ContextOptions{512, 1, 512});
   const auto seq = logits_token_by_token(one, prompt);
   for (size_t n_batch : {size_t{512}, size_t{7}}) {
-    LlamaContext ctx(model, ContextOptions{512, 2, n_batch});
+    LlamaContext ctx(model, ContextOptions{512, 2, n_batch, MatmulMode::kSgemm});
     auto b = ctx.eval(prompt, true);
     ASSERT_TRUE(b.ok());
     EXPECT_LT(max_abs_diff(b.value(), seq), 1e-4f) << "n_batch " << n_batch;
@@ -239,7 +239,7 @@ TEST(Llama, PackedWeightsGiveTheLogitsOfRowMajorWeights) {
   for (const char* type : {"q4_0", "q8_0"}) {
     const auto path = testing::data_dir() / "reference" / (std::string("synth-llama-256-") + type + ".gguf");
     auto packed = LlamaModel::load(path.string(), ModelLoadOptions{.pack_rows = true});
-    auto rows = LlamaModel::load(path.string());  // the default: row-major
+    auto rows = LlamaModel::load(path.string(), ModelLoadOptions{.pack_rows = false});
     ASSERT_TRUE(packed.ok() && rows.ok()) << type;
     const size_t n_layer = static_cast<size_t>(packed->hparams().n_layer);
     EXPECT_EQ(packed->packed_matrices(), 7 * n_layer + 1) << type;  // every matmul and the output head
@@ -259,10 +259,54 @@ TEST(Llama, PackedWeightsGiveTheLogitsOfRowMajorWeights) {
     }
     a.truncate(0);
     b.truncate(0);
+    a.set_batched_matmul(MatmulMode::kSgemm);
+    b.set_batched_matmul(MatmulMode::kSgemm);
     auto pa = a.eval(prompt, true);
     auto pb = b.eval(prompt, true);
     ASSERT_TRUE(pa.ok() && pb.ok());
     EXPECT_EQ(max_abs_diff(pa.value(), pb.value()), 0.0f) << type << " sgemm prefill";
+  }
+}
+
+// MatmulMode::kAuto (the default) runs batches of row-major weights below kMinSgemmTokens through
+// the decode kernels and longer ones through sgemm; packed weights always through the packed
+// kernels. Each case is bit-identical to the explicit mode it picks (the attention path follows
+// the same threshold).
+TEST(Llama, AutoMatmulModeSwitchesToSgemmAtThirtyTwoTokens) {
+  const auto path = (testing::data_dir() / "reference" / "synth-llama-256-q4_0.gguf").string();
+  auto row_major = LlamaModel::load(path, ModelLoadOptions{.pack_rows = false});
+  auto packed = LlamaModel::load(path, ModelLoadOptions{.pack_rows = true});
+  ASSERT_TRUE(row_major.ok() && packed.ok());
+  std::vector<int32_t> prompt = {1};
+  for (int i = 0; i < 40; ++i) prompt.push_back(3 + (i * 53) % 500);
+  for (const LlamaModel* model : {&row_major.value(), &packed.value()}) {
+    const bool is_packed = model->packed_matrices() > 0;
+    for (size_t n : {size_t{9}, kMinSgemmTokens - 1, kMinSgemmTokens, size_t{41}}) {
+      const std::span<const int32_t> p(prompt.data(), n);
+      auto run = [&](MatmulMode mode) {
+        LlamaContext ctx(*model, ContextOptions{64, 2, 512, mode});
+        EXPECT_EQ(ctx.use_sgemm(n), mode == MatmulMode::kSgemm || (mode == MatmulMode::kAuto && n >= kMinSgemmTokens));
+        auto r = ctx.eval(p, true);
+        EXPECT_TRUE(r.ok());
+        return r.ok() ? r.value() : std::vector<float>{};
+      };
+      const bool want_sgemm = !is_packed && n >= kMinSgemmTokens;
+      const auto autom = run(MatmulMode::kAuto);
+      const auto explicit_sgemm = run(MatmulMode::kSgemm);
+      const auto explicit_quant = run(MatmulMode::kQuantizedActivations);
+      SCOPED_TRACE(std::string(is_packed ? "packed, " : "row-major, ") + std::to_string(n) + " tokens");
+      EXPECT_GT(max_abs_diff(explicit_sgemm, explicit_quant), 0.0f) << "the two paths should round differently";
+      if (want_sgemm) {
+        EXPECT_EQ(max_abs_diff(autom, explicit_sgemm), 0.0f);
+      } else if (n < kMinSgemmTokens) {
+        EXPECT_EQ(max_abs_diff(autom, explicit_quant), 0.0f);
+      } else {
+        // packed matmuls with batched attention: the matmuls of kQuantizedActivations, the
+        // attention of kSgemm (f32 summation order only).
+        EXPECT_LT(max_abs_diff(autom, explicit_quant), 1e-4f);
+        EXPECT_GT(max_abs_diff(autom, explicit_sgemm), 1e-4f);
+      }
+    }
   }
 }
 
