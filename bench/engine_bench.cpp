@@ -335,7 +335,7 @@ int run(Args a) {
       std::cerr << "engine_bench: " << st.error().str() << "\n";
       return 1;
     }
-    auto m = LlamaModel::load(model_path(a, type));
+    auto m = LlamaModel::load(model_path(a, type), ModelLoadOptions{.pack_rows = false});  // shapes only
     if (!m.ok()) {
       std::cerr << "engine_bench: " << m.error().str() << "\n";
       return 1;
@@ -364,7 +364,11 @@ int run(Args a) {
       const double pre = arm_median(ar->report, "prefill_tok_s");
       const double pre_s = arm_median(ar->report, "prefill_s");
       const double kv = ar->report["samples"][0]["kv_resident_bytes"].get<double>();
-      const double rss = static_cast<double>(ar->child.max_rss_kib) * 1024.0;
+      // The child's own VmHWM (ar-bench's peak_rss_bytes); wait4's ru_maxrss of a posix_spawn'd
+      // child starts from this process's peak (the vfork'd mm it exec'd from).
+      const double rss = ar->report.value("peak_rss_bytes", 0.0) > 0
+                             ? ar->report["peak_rss_bytes"].get<double>()
+                             : static_cast<double>(ar->child.max_rss_kib) * 1024.0;
       const double dec_eff = c.weight_bytes_per_token * dec / (bw[t] * 1e9);
       const double pre_eff = prefill_flops(c, a.prompt_tokens) / pre_s / (sg[t] * 1e9);
       runs.push_back({{"threads", t},
@@ -380,6 +384,9 @@ int run(Args a) {
                       {"triad_gb_s_beside", {{"before", before.first}, {"after", after.first}, {"used", bw[t]}}},
                       {"sgemm_gflop_s_beside", {{"before", before.second}, {"after", after.second}, {"used", sg[t]}}},
                       {"child_wall_s", ar->child.wall_s},
+                      {"weight_layout", ar->report["config"].value("weight_layout", "row-major")},
+                      {"batched_matmul", ar->report["config"].value("batched_matmul", "sgemm")},
+                      {"packed_matrices", ar->report["model"].value("packed_matrices", 0)},
                       {"engine", ar->report["engine"]}});
       std::printf("%-6s %3d %10.2f %10.2f %8.2f %8.2f %10.0f %10.0f %6.2f\n", type.c_str(), t, pre, dec, dec_eff,
                   pre_eff, rss / 1e6, (c.file_bytes + kv) / 1e6, rss / (c.file_bytes + kv));

@@ -7,10 +7,7 @@
 // the STREAM-style triad measured in the same run, on one thread (the decode efficiency of the
 // kernel alone, without attention, norms or the thread pool).
 // Usage: kakeya_kernels_bench [--types q4_0,q8_0] [--matrices N] [--reps R] [--out FILE]
-#include <sys/mman.h>
-
 #include <algorithm>
-#include <cstdlib>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -111,17 +108,11 @@ int main(int argc, char** argv) {
       return 2;
     }
     std::cerr << "kernels_bench: " << tname << ": " << matrices << " matrices of " << rows << "x" << cols << "\n";
-    std::vector<std::vector<uint8_t>> row_major;
-    struct Buf { uint8_t* p = nullptr; size_t n = 0; uint8_t* data() { return p; } bool empty() const { return p == nullptr; } };
-    std::vector<Buf> packed;
+    std::vector<std::vector<uint8_t>> row_major, packed;
     for (int m = 0; m < matrices; ++m) {
       row_major.push_back(random_matrix(*type, cols, rows, rng));
       if (packable(*type, cols)) {
-        const size_t nb = packed_bytes(*type, cols, rows);
-        const size_t al = size_t{2} << 20;
-        auto* p = static_cast<uint8_t*>(std::aligned_alloc(al, (nb + al - 1) / al * al));
-        if (std::getenv("KHUGE")) madvise(p, (nb + al - 1) / al * al, MADV_HUGEPAGE);
-        packed.push_back(Buf{p, nb});
+        packed.emplace_back(packed_bytes(*type, cols, rows));
         pack_rows(*type, row_major.back().data(), cols, rows, packed.back().data());
       }
     }

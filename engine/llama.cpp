@@ -21,17 +21,6 @@ constexpr size_t kVerifyTileBytes = size_t{256} << 10;
 constexpr size_t kMinRangeBytes = size_t{32} << 10;
 constexpr size_t kMinParallelAttentionMacs = size_t{64} << 10;
 
-float dot_f32(const float* a, const float* b, int64_t n) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int j = 0; j < 8; ++j) acc[j] += a[i + j] * b[i + j];
-  }
-  float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
 // y = x / sqrt(mean(x²) + eps) · w (ggml rms_norm then mul; sum of squares in double).
 void rms_norm(const float* x, const float* w, int64_t n, float eps, float* y) {
   double sum = 0.0;
@@ -375,7 +364,7 @@ void LlamaContext::attention(size_t il, const float* q, size_t n, size_t pos0, f
     auto acc = [&](size_t s) {
       const float p = scores[s] * inv;
       const float* vs = slots.v + s * slots.row_stride;
-      for (int64_t d = 0; d < hd; ++d) o[d] += p * vs[d];
+      axpy_f32(p, vs, o, hd);
     };
     for (size_t s = 0; s < r.a; ++s) acc(s);
     for (size_t s = r.b; s < r.c; ++s) acc(s);

@@ -182,7 +182,7 @@ void portable_quantize_activations(GgmlType weight_type, const float* x, int64_t
 
 // ---- dot products (f32 accumulation per block, like ggml's scalar paths) ----
 
-float dot_f32(const float* w, const float* a, int64_t n) {
+float dot_f32_lanes(const float* w, const float* a, int64_t n) {
   // Eight partial sums mirror a SIMD accumulator and keep the rounding error small.
   float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t i = 0;
@@ -312,7 +312,7 @@ float portable_vec_dot(GgmlType type, const void* row, const ActivationBuffer& a
   const int64_t n = act.n;
   const void* a = act.bytes.data();
   switch (type) {
-    case GgmlType::F32: return dot_f32(static_cast<const float*>(row), static_cast<const float*>(a), n);
+    case GgmlType::F32: return dot_f32_lanes(static_cast<const float*>(row), static_cast<const float*>(a), n);
     case GgmlType::F16:
       return dot_f16(static_cast<const uint16_t*>(row), static_cast<const uint16_t*>(a), n);
     case GgmlType::BF16:
@@ -348,6 +348,10 @@ void portable_matvec_packed(GgmlType type, const uint8_t* packed, int64_t n, int
   }
 }
 
+void portable_axpy_f32(float alpha, const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+
 const QuantKernels& active_kernels() {
   static const QuantKernels& k = kernel_isa_available(KernelIsa::Avx512) ? detail::avx512_kernels()
                                  : kernel_isa_available(KernelIsa::Avx2) ? detail::avx2_kernels()
@@ -364,7 +368,7 @@ namespace detail {
 
 const QuantKernels& portable_kernels() {
   static const QuantKernels k{portable_dequantize_row, portable_quantize_activations, portable_vec_dot,
-                              portable_matvec, portable_matvec_packed};
+                              portable_matvec, portable_matvec_packed, dot_f32_lanes, portable_axpy_f32};
   return k;
 }
 
@@ -524,6 +528,10 @@ void matvec_packed(GgmlType type, const uint8_t* packed, int64_t n, int64_t r0, 
                    const ActivationBuffer& act, float* y) {
   active_kernels().matvec_packed(type, packed, n, r0, r1, act, y);
 }
+
+float dot_f32(const float* a, const float* b, int64_t n) { return active_kernels().dot_f32(a, b, n); }
+
+void axpy_f32(float alpha, const float* x, float* y, int64_t n) { active_kernels().axpy_f32(alpha, x, y, n); }
 
 void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
   active_kernels().dequantize_row(type, src, dst, n);

@@ -86,6 +86,12 @@ float vec_dot(GgmlType weight_type, const void* row, const ActivationBuffer& act
 void matvec(GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act,
             float* y);
 
+// ---- f32 vector helpers for attention ----
+// Σ a[i]·b[i] over n floats, f32 accumulated in lanes (order differs between kernel sets).
+float dot_f32(const float* a, const float* b, int64_t n);
+// y[i] += alpha·x[i] for i in [0, n).
+void axpy_f32(float alpha, const float* x, float* y, int64_t n);
+
 // ---- Row-interleaved ("packed") Q4_0 / Q8_0 matrices for the decode kernels ----
 // A matrix of n_out rows is stored as ceil(n_out / kPackRows) groups of kPackRows rows (the last
 // group padded with zero rows). Group g, of nb = n / 32 blocks, is
@@ -128,6 +134,8 @@ struct QuantKernels {
   float (*vec_dot)(GgmlType, const void*, const ActivationBuffer&);
   void (*matvec)(GgmlType, const void*, int64_t, int64_t, int64_t, const ActivationBuffer&, float*);
   void (*matvec_packed)(GgmlType, const uint8_t*, int64_t, int64_t, int64_t, const ActivationBuffer&, float*);
+  float (*dot_f32)(const float*, const float*, int64_t);
+  void (*axpy_f32)(float, const float*, float*, int64_t);
 };
 // REQUIRES: kernel_isa_available(isa).
 const QuantKernels& quant_kernels(KernelIsa isa);

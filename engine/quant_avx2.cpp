@@ -514,6 +514,19 @@ void avx2_quantize_activations(GgmlType weight_type, const float* x, int64_t n, 
   }
 }
 
+// ---- f32 helpers for attention ----
+
+float avx2_dot_f32(const float* a, const float* b, int64_t n) {
+  return dot_dense<float, load_f32, id_f32>(a, b, n);
+}
+
+void avx2_axpy_f32(float alpha, const float* x, float* y, int64_t n) {
+  const __m256 va = _mm256_set1_ps(alpha);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  for (; i < n; ++i) y[i] += alpha * x[i];
+}
+
 // ---- dispatch ----
 
 template <GgmlType T>
@@ -628,7 +641,7 @@ namespace detail {
 
 const QuantKernels& avx2_kernels() {
   static const QuantKernels k{avx2_dequantize_row, avx2_quantize_activations, avx2_vec_dot, avx2_matvec,
-                              avx2_matvec_packed};
+                              avx2_matvec_packed, avx2_dot_f32, avx2_axpy_f32};
   return k;
 }
 

@@ -45,10 +45,15 @@ inline int32_t load_i32(const int8_t* p) {
 const PackTerms* pack_terms(const BlockQ8_0* a, int64_t nb, int32_t offset) {
   thread_local std::vector<PackTerms> terms;
   terms.resize(static_cast<size_t>(nb));
+  const __m256i ones8 = _mm256_set1_epi8(1);
   for (int64_t b = 0; b < nb; ++b) {
-    int32_t sum = 0;
-    for (int j = 0; j < 32; ++j) sum += a[b].qs[j];
-    terms[static_cast<size_t>(b)] = {offset * sum, _cvtsh_ss(a[b].d)};
+    // Σqs: maddubs(1, qs) gives int16 pair sums, madd(·, 1) int32 quad sums, then a lane sum.
+    const __m256i qs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs));
+    const __m256i s32 = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, qs), _mm256_set1_epi16(1));
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(s32), _mm256_extracti128_si256(s32, 1));
+    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+    terms[static_cast<size_t>(b)] = {offset * _mm_cvtsi128_si32(s), _cvtsh_ss(a[b].d)};
   }
   return terms.data();
 }

@@ -15,6 +15,7 @@
 #include "engine/cmd/cli_threads.h"
 #include "engine/cmd/commands.h"
 #include "engine/llama.h"
+#include "engine/niah_eval.h"
 #include "engine/report.h"
 #include "engine/sampling.h"
 #include "engine/tokenizer.h"
@@ -210,6 +211,9 @@ int run_ar_bench(BenchArgs a) {
   r["synthetic"] = model->synthetic();
   r["samples"] = rows;
   r["aggregates"] = arms;
+  // This process's own peak RSS (VmHWM): a parent's wait4 ru_maxrss can report the parent's
+  // peak instead when the child was started with vfork/posix_spawn (the mm it exec'd from).
+  r["peak_rss_bytes"] = peak_rss_bytes();
   r["arms"] = gate_arms;
   if (!a.out.empty()) {
     if (Status st = write_report(a.out, r); !st.ok()) return fail(st.error());

@@ -603,3 +603,31 @@ TEST(Quant, PackedMatvecIsBitIdenticalToPortableOnEveryIsa) {
 
 }  // namespace
 }  // namespace kakeya::engine
+
+namespace kakeya::engine {
+namespace {
+
+// The attention helpers of every kernel set against float64 (lengths with and without a tail).
+TEST(Quant, DotAndAxpyF32AgreeWithFloat64OnEveryIsa) {
+  for (KernelIsa isa : available_isas()) {
+    const QuantKernels& k = quant_kernels(isa);
+    for (int64_t n : {1, 7, 64, 131}) {
+      SCOPED_TRACE(std::string(kernel_isa_name(isa)) + " n=" + std::to_string(n));
+      const auto a = random_activations(n, 5);
+      const auto b = random_activations(n, 6);
+      double want = 0, mag = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        want += static_cast<double>(a[i]) * b[i];
+        mag += std::fabs(static_cast<double>(a[i]) * b[i]);
+      }
+      EXPECT_NEAR(k.dot_f32(a.data(), b.data(), n), want, 1e-6 * mag + 1e-9);
+      std::vector<float> y = b;
+      k.axpy_f32(0.37f, a.data(), y.data(), n);
+      for (int64_t i = 0; i < n; ++i)
+        EXPECT_NEAR(y[i], b[i] + 0.37 * a[i], 1e-6 * (std::fabs(b[i]) + std::fabs(a[i]))) << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kakeya::engine
