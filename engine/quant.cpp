@@ -373,7 +373,7 @@ const QuantKernels& portable_kernels() {
 }
 
 size_t packed_group_bytes(GgmlType type, int64_t n) {
-  return static_cast<size_t>(n / 32) * static_cast<size_t>(kPackRows) * (2 + pack_quant_bytes(type));
+  return static_cast<size_t>((n / 32 + 1) / 2) * packed_pair_bytes(type);
 }
 
 size_t activation_bytes(GgmlType weight_type, int64_t n) {
@@ -471,8 +471,8 @@ size_t packed_bytes(GgmlType type, int64_t n, int64_t n_out) {
   return groups * detail::packed_group_bytes(type, n);
 }
 
-// Block b of a row is {fp16 d, qs[Q]} (Q = 16 for Q4_0, 32 for Q8_0); in the group it goes to
-// scales[b][i] and to Q/4 chunks of 4 bytes at quants[b][c][i].
+// Block b of a row is {fp16 d, qs[Q]} (Q = 16 for Q4_0, 32 for Q8_0); in the group its scale goes
+// to the pair's scales[b % 2][i] and its Q/4 chunks of 4 bytes to quants[b % 2][c][i].
 void pack_rows(GgmlType type, const void* w, int64_t n, int64_t n_out, uint8_t* out) {
   const int64_t nb = n / 32;
   const size_t q = pack_quant_bytes(type);
@@ -483,17 +483,15 @@ void pack_rows(GgmlType type, const void* w, int64_t n, int64_t n_out, uint8_t* 
   const int64_t groups = (n_out + kPackRows - 1) / kPackRows;
   std::memset(out, 0, static_cast<size_t>(groups) * gbytes);
   for (int64_t g = 0; g < groups; ++g) {
-    uint8_t* scales = out + static_cast<size_t>(g) * gbytes;
-    uint8_t* quants = scales + static_cast<size_t>(nb) * kPackRows * 2;
+    uint8_t* group = out + static_cast<size_t>(g) * gbytes;
     for (int64_t i = 0; i < kPackRows && g * kPackRows + i < n_out; ++i) {
       const uint8_t* row = src + static_cast<size_t>(g * kPackRows + i) * stride;
       for (int64_t b = 0; b < nb; ++b) {
         const uint8_t* blk = row + static_cast<size_t>(b) * block;
-        std::memcpy(scales + static_cast<size_t>(b * kPackRows + i) * 2, blk, 2);
-        for (size_t c = 0; c < q / 4; ++c) {
-          std::memcpy(quants + ((static_cast<size_t>(b) * (q / 4) + c) * kPackRows + static_cast<size_t>(i)) * 4,
-                      blk + 2 + 4 * c, 4);
-        }
+        std::memcpy(group + detail::packed_scales_offset(type, b) + static_cast<size_t>(i) * 2, blk, 2);
+        uint8_t* quants = group + detail::packed_quants_offset(type, b);
+        for (size_t c = 0; c < q / 4; ++c)
+          std::memcpy(quants + (c * kPackRows + static_cast<size_t>(i)) * 4, blk + 2 + 4 * c, 4);
       }
     }
   }
@@ -504,16 +502,14 @@ void unpack_row(GgmlType type, const uint8_t* packed, int64_t n, int64_t r, void
   const size_t q = pack_quant_bytes(type);
   const size_t block = 2 + q;
   const int64_t i = r % kPackRows;
-  const uint8_t* scales = packed + static_cast<size_t>(r / kPackRows) * detail::packed_group_bytes(type, n);
-  const uint8_t* quants = scales + static_cast<size_t>(nb) * kPackRows * 2;
+  const uint8_t* group = packed + static_cast<size_t>(r / kPackRows) * detail::packed_group_bytes(type, n);
   auto* dst = static_cast<uint8_t*>(row);
   for (int64_t b = 0; b < nb; ++b) {
     uint8_t* blk = dst + static_cast<size_t>(b) * block;
-    std::memcpy(blk, scales + static_cast<size_t>(b * kPackRows + i) * 2, 2);
-    for (size_t c = 0; c < q / 4; ++c) {
-      std::memcpy(blk + 2 + 4 * c,
-                  quants + ((static_cast<size_t>(b) * (q / 4) + c) * kPackRows + static_cast<size_t>(i)) * 4, 4);
-    }
+    std::memcpy(blk, group + detail::packed_scales_offset(type, b) + static_cast<size_t>(i) * 2, 2);
+    const uint8_t* quants = group + detail::packed_quants_offset(type, b);
+    for (size_t c = 0; c < q / 4; ++c)
+      std::memcpy(blk + 2 + 4 * c, quants + (c * kPackRows + static_cast<size_t>(i)) * 4, 4);
   }
 }
 

@@ -94,16 +94,20 @@ void axpy_f32(float alpha, const float* x, float* y, int64_t n);
 
 // ---- Row-interleaved ("packed") Q4_0 / Q8_0 matrices for the decode kernels ----
 // A matrix of n_out rows is stored as ceil(n_out / kPackRows) groups of kPackRows rows (the last
-// group padded with zero rows). Group g, of nb = n / 32 blocks, is
-//   scales: [nb][kPackRows] fp16     (block b of row g·16 + i at scales[b][i])
-//   quants: [nb][C][kPackRows][4]    (C = 4 for Q4_0, 8 for Q8_0: chunk c of a block is its
-//                                     bytes 4c..4c+3; for Q4_0 those hold elements 4c..4c+3 in
-//                                     the low nibbles and 16+4c..16+4c+3 in the high ones)
-// so one 64-byte load holds the same 4 bytes of 16 rows, and a 4-byte activation broadcast
-// against it yields 16 row sums at once without horizontal reductions (the layout idea of
-// ggml-cpu's repacked q4_0_8x8 kernels, with 16 rows for 512-bit registers). The packed kernels
-// compute each row exactly like the row-major ones: bit-identical to the portable kernels
-// (Q4_0: one fma chain per row; Q8_0: exact block sums, s += sumi·(dw·da) without fusion).
+// group padded with zero rows). Group g, of nb = n / 32 blocks, is ceil(nb / 2) pairs of blocks,
+// one after the other; a pair of blocks b, b + 1 is
+//   scales: [2][kPackRows] fp16   (64 bytes; block b of row g·16 + i at scales[b % 2][i])
+//   quants: [2][C][kPackRows][4]  (C = 4 for Q4_0, 8 for Q8_0: chunk c of a block is its bytes
+//                                  4c..4c+3; for Q4_0 those hold elements 4c..4c+3 in the low
+//                                  nibbles and 16+4c..16+4c+3 in the high ones)
+// (an odd nb leaves the last pair's second block as zero padding). So one 64-byte load holds the
+// same 4 bytes of 16 rows, and a 4-byte activation broadcast against it yields 16 row sums at
+// once without horizontal reductions (the layout idea of ggml-cpu's repacked q4_0_8x8 kernels,
+// with 16 rows for 512-bit registers), and a group is ONE sequential stream of 64-byte aligned
+// lines (scales beside their quants: a separate scales stream halved the rate from memory).
+// The packed kernels compute each row exactly like the row-major ones: bit-identical to the
+// portable kernels (Q4_0: one fma chain per row; Q8_0: exact block sums, s += sumi·(dw·da)
+// without fusion).
 inline constexpr int64_t kPackRows = 16;
 // True for the types with a packed layout (Q4_0, Q8_0) when n is a whole number of blocks.
 bool packable(GgmlType type, int64_t n);
@@ -144,9 +148,17 @@ namespace detail {
 const QuantKernels& portable_kernels();
 const QuantKernels& avx2_kernels();    // quant_avx2.cpp; call only when the CPU can run it
 const QuantKernels& avx512_kernels();  // quant_avx512.cpp; call only when the CPU can run it
-// Packed-layout helpers shared by the kernel sets.
+// Packed-layout helpers shared by the kernel sets (offsets inside a group; see above).
 size_t packed_group_bytes(GgmlType type, int64_t n);  // bytes of one group of kPackRows rows
-inline constexpr int kPackChunkBytes = 4;
+inline size_t packed_block_quant_bytes(GgmlType type) { return type == GgmlType::Q4_0 ? 256 : 512; }
+inline size_t packed_pair_bytes(GgmlType type) { return 64 + 2 * packed_block_quant_bytes(type); }
+inline size_t packed_scales_offset(GgmlType type, int64_t b) {
+  return static_cast<size_t>(b / 2) * packed_pair_bytes(type) + static_cast<size_t>(b % 2) * 32;
+}
+inline size_t packed_quants_offset(GgmlType type, int64_t b) {
+  return static_cast<size_t>(b / 2) * packed_pair_bytes(type) + 64 +
+         static_cast<size_t>(b % 2) * packed_block_quant_bytes(type);
+}
 // Helpers shared by both kernel sets (portable code).
 size_t activation_bytes(GgmlType weight_type, int64_t n);
 void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n);

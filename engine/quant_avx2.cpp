@@ -282,13 +282,12 @@ void packed_q4_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const
   const __m256i ones16 = _mm256_set1_epi16(1);
   for (int64_t g = r0 / kPackRows; g * kPackRows < r1; ++g) {
     const uint8_t* group = packed + static_cast<size_t>(g) * gbytes;
-    const auto* scales = reinterpret_cast<const uint16_t*>(group);
-    const uint8_t* quants = group + static_cast<size_t>(nb) * kPackRows * 2;
     __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};  // rows 0..7, 8..15 of the group
     for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* q = quants + static_cast<size_t>(b) * 256;
+      const uint8_t* q = group + detail::packed_quants_offset(GgmlType::Q4_0, b);
+      const auto* scales = reinterpret_cast<const uint16_t*>(group + detail::packed_scales_offset(GgmlType::Q4_0, b));
       for (int c = 0; c < 4; ++c) _mm_prefetch(reinterpret_cast<const char*>(q + kPackedPrefetchBytes + 64 * c), _MM_HINT_T0);
-      if (b % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(scales + b * kPackRows) + kPackedPrefetchBytes / 8, _MM_HINT_T0);
+      if (b % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(q + kPackedPrefetchBytes + 256), _MM_HINT_T0);
       const int8_t* qy = a[b].qs;
       __m256i s16[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
       for (int c = 0; c < 4; ++c) {
@@ -304,7 +303,7 @@ void packed_q4_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const
       const __m256i corr = _mm256_set1_epi32(terms[b].corr);
       for (int h = 0; h < 2; ++h) {
         const __m256i sumi = _mm256_sub_epi32(_mm256_madd_epi16(s16[h], ones16), corr);
-        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + b * kPackRows + 8 * h)));
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 8 * h)));
         acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_mul_ps(dw, da), acc[h]);
       }
     }
@@ -332,13 +331,12 @@ void packed_q8_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const
   const __m256i ones16 = _mm256_set1_epi16(1);
   for (int64_t g = r0 / kPackRows; g * kPackRows < r1; ++g) {
     const uint8_t* group = packed + static_cast<size_t>(g) * gbytes;
-    const auto* scales = reinterpret_cast<const uint16_t*>(group);
-    const uint8_t* quants = group + static_cast<size_t>(nb) * kPackRows * 2;
     __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* q = quants + static_cast<size_t>(b) * 512;
+      const uint8_t* q = group + detail::packed_quants_offset(GgmlType::Q8_0, b);
+      const auto* scales = reinterpret_cast<const uint16_t*>(group + detail::packed_scales_offset(GgmlType::Q8_0, b));
       for (int c = 0; c < 8; ++c) _mm_prefetch(reinterpret_cast<const char*>(q + kPackedPrefetchBytes + 64 * c), _MM_HINT_T0);
-      if (b % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(scales + b * kPackRows) + kPackedPrefetchBytes / 16, _MM_HINT_T0);
+      if (b % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(q + kPackedPrefetchBytes + 512), _MM_HINT_T0);
       const int8_t* qy = a[b].qs;
       __m256i sumi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
       for (int c = 0; c < 8; ++c) {
@@ -351,7 +349,7 @@ void packed_q8_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const
       }
       const __m256 da = _mm256_set1_ps(terms[b].d);
       for (int h = 0; h < 2; ++h) {
-        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + b * kPackRows + 8 * h)));
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 8 * h)));
         const __m256 p = keep_rounded(_mm256_mul_ps(_mm256_cvtepi32_ps(sumi[h]), _mm256_mul_ps(dw, da)));
         acc[h] = _mm256_add_ps(acc[h], p);
       }

@@ -70,8 +70,8 @@ inline void store_rows16(__m512 v, int64_t row0, int64_t r0, int64_t r1, float* 
 }
 
 // Software prefetch distance in bytes (about one group of a 2048-wide Q4_0 matrix ahead, like
-// the row-major kernels). A group is one contiguous stream, but without this the kernel waits
-// on memory most of the time on the VMs measured; 2–8 KiB was slower (bench/README.md).
+// the row-major kernels): 0-10% faster from memory than the hardware prefetchers alone on the VM
+// measured (bench/README.md).
 constexpr size_t kPrefetchBytes = 16384;
 
 inline void prefetch_lines(const uint8_t* p, size_t bytes) {
@@ -95,10 +95,11 @@ void packed_q4_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   for (int64_t g = r0 / kPackRows; g * kPackRows < r1; ++g) {
     const uint8_t* group = packed + static_cast<size_t>(g) * gbytes;
-    const auto* scales = reinterpret_cast<const uint16_t*>(group);
-    const uint8_t* quants = group + static_cast<size_t>(nb) * kPackRows * 2;
     __m512 acc = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* q = group + detail::packed_quants_offset(GgmlType::Q4_0, b);
+      const auto* scales = reinterpret_cast<const __m256i*>(group + detail::packed_scales_offset(GgmlType::Q4_0, b));
+      prefetch_lines(q + kPrefetchBytes, 256 + 32 * ((b & 1) ^ 1));  // + the next pair's scales
       // The 8 activation broadcasts first, then the four 64-byte loads, then the products: this
       // order (rather than load-compute per chunk) keeps up with memory (bench/README.md).
       const int8_t* qy = a[b].qs;
@@ -106,26 +107,19 @@ void packed_q4_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const
                     y2 = _mm512_set1_epi32(load_i32(qy + 8)), y3 = _mm512_set1_epi32(load_i32(qy + 12));
       const __m512i z0 = _mm512_set1_epi32(load_i32(qy + 16)), z1 = _mm512_set1_epi32(load_i32(qy + 20)),
                     z2 = _mm512_set1_epi32(load_i32(qy + 24)), z3 = _mm512_set1_epi32(load_i32(qy + 28));
-      const __m512 da = _mm512_set1_ps(terms[b].d);
-      const __m512i corr = _mm512_set1_epi32(terms[b].corr);
-      {
-        const uint8_t* q = quants + static_cast<size_t>(b) * 256;
-        prefetch_lines(q + kPrefetchBytes, 256);
-        if ((b & 1) == 0) prefetch_lines(reinterpret_cast<const uint8_t*>(scales + b * kPackRows) + kPrefetchBytes / 8, 64);
-        const __m512i v0 = _mm512_loadu_si512(q), v1 = _mm512_loadu_si512(q + 64), v2 = _mm512_loadu_si512(q + 128),
-                      v3 = _mm512_loadu_si512(q + 192);
-        __m512i s_lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(v0, low4), y0);
-        __m512i s_hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(_mm512_srli_epi16(v0, 4), low4), z0);
-        s_lo = _mm512_dpbusd_epi32(s_lo, _mm512_and_si512(v1, low4), y1);
-        s_hi = _mm512_dpbusd_epi32(s_hi, _mm512_and_si512(_mm512_srli_epi16(v1, 4), low4), z1);
-        s_lo = _mm512_dpbusd_epi32(s_lo, _mm512_and_si512(v2, low4), y2);
-        s_hi = _mm512_dpbusd_epi32(s_hi, _mm512_and_si512(_mm512_srli_epi16(v2, 4), low4), z2);
-        s_lo = _mm512_dpbusd_epi32(s_lo, _mm512_and_si512(v3, low4), y3);
-        s_hi = _mm512_dpbusd_epi32(s_hi, _mm512_and_si512(_mm512_srli_epi16(v3, 4), low4), z3);
-        const __m512i sumi = _mm512_sub_epi32(_mm512_add_epi32(s_lo, s_hi), corr);
-        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kPackRows)));
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(dw, da), acc);
-      }
+      const __m512i v0 = _mm512_loadu_si512(q), v1 = _mm512_loadu_si512(q + 64), v2 = _mm512_loadu_si512(q + 128),
+                    v3 = _mm512_loadu_si512(q + 192);
+      __m512i s_lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(v0, low4), y0);
+      __m512i s_hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(_mm512_srli_epi16(v0, 4), low4), z0);
+      s_lo = _mm512_dpbusd_epi32(s_lo, _mm512_and_si512(v1, low4), y1);
+      s_hi = _mm512_dpbusd_epi32(s_hi, _mm512_and_si512(_mm512_srli_epi16(v1, 4), low4), z1);
+      s_lo = _mm512_dpbusd_epi32(s_lo, _mm512_and_si512(v2, low4), y2);
+      s_hi = _mm512_dpbusd_epi32(s_hi, _mm512_and_si512(_mm512_srli_epi16(v2, 4), low4), z2);
+      s_lo = _mm512_dpbusd_epi32(s_lo, _mm512_and_si512(v3, low4), y3);
+      s_hi = _mm512_dpbusd_epi32(s_hi, _mm512_and_si512(_mm512_srli_epi16(v3, 4), low4), z3);
+      const __m512i sumi = _mm512_sub_epi32(_mm512_add_epi32(s_lo, s_hi), _mm512_set1_epi32(terms[b].corr));
+      const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(scales));
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(dw, _mm512_set1_ps(terms[b].d)), acc);
     }
     store_rows16(acc, g * kPackRows, r0, r1, y);
   }
@@ -142,13 +136,11 @@ void packed_q8_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   for (int64_t g = r0 / kPackRows; g * kPackRows < r1; ++g) {
     const uint8_t* group = packed + static_cast<size_t>(g) * gbytes;
-    const auto* scales = reinterpret_cast<const uint16_t*>(group);
-    const uint8_t* quants = group + static_cast<size_t>(nb) * kPackRows * 2;
     __m512 acc = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* q = quants + static_cast<size_t>(b) * 512;
-      prefetch_lines(q + kPrefetchBytes, 512);
-      if ((b & 1) == 0) prefetch_lines(reinterpret_cast<const uint8_t*>(scales + b * kPackRows) + kPrefetchBytes / 16, 64);
+      const uint8_t* q = group + detail::packed_quants_offset(GgmlType::Q8_0, b);
+      const auto* scales = reinterpret_cast<const __m256i*>(group + detail::packed_scales_offset(GgmlType::Q8_0, b));
+      prefetch_lines(q + kPrefetchBytes, 512 + 32 * ((b & 1) ^ 1));
       const int8_t* qy = a[b].qs;
       __m512i yb[8], v[8];
       for (int c = 0; c < 8; ++c) yb[c] = _mm512_set1_epi32(load_i32(qy + 4 * c));
@@ -160,7 +152,7 @@ void packed_q8_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const
         s1 = _mm512_dpbusd_epi32(s1, v[c + 1], yb[c + 1]);
       }
       const __m512i sumi = _mm512_sub_epi32(_mm512_add_epi32(s0, s1), _mm512_set1_epi32(terms[b].corr));
-      const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kPackRows)));
+      const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(scales));
       const __m512 p = keep_rounded(_mm512_mul_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(dw, _mm512_set1_ps(terms[b].d))));
       acc = _mm512_add_ps(acc, p);
     }

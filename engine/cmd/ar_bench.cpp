@@ -195,7 +195,7 @@ int run_ar_bench(BenchArgs a) {
                  {"threads", a.threads},
                  {"n_ctx", ctx.n_ctx()},
                  {"n_batch", a.n_batch},
-                 {"weight_layout", pack ? "packed" : "row-major"},
+                 {"weight_layout", model->packed_matrices() > 0 ? "packed" : "row-major"},
                  {"batched_matmul", a.batched_matmul},
                  {"decoding", "greedy"},
                  {"timing_scope", "prefill: one eval of the whole prompt from an empty KV cache; "

@@ -533,9 +533,8 @@ namespace {
 TEST(Quant, PackedLayoutRoundTripsAndDequantizesLikeRowMajor) {
   std::mt19937 rng(7);
   for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0}) {
-    for (int64_t rows : {1, 16, 37}) {
-      const int64_t n = 96;
-      SCOPED_TRACE(std::string(ggml_type_name(type)) + " rows=" + std::to_string(rows));
+    for (auto [rows, n] : std::vector<std::pair<int64_t, int64_t>>{{1, 96}, {16, 128}, {37, 96}, {37, 64}}) {
+      SCOPED_TRACE(std::string(ggml_type_name(type)) + " rows=" + std::to_string(rows) + " n=" + std::to_string(n));
       std::vector<uint8_t> w;
       for (int64_t r = 0; r < rows; ++r) {
         auto row = random_row(type, n, rng);
@@ -543,7 +542,9 @@ TEST(Quant, PackedLayoutRoundTripsAndDequantizesLikeRowMajor) {
       }
       ASSERT_TRUE(packable(type, n));
       const size_t groups = static_cast<size_t>((rows + kPackRows - 1) / kPackRows);
-      EXPECT_EQ(packed_bytes(type, n, rows), groups * kPackRows * ggml_row_bytes(type, n));
+      // Blocks go in pairs: an odd block count is padded with one empty block per group.
+      const auto blocks = static_cast<size_t>(n / 32 + (n / 32) % 2);
+      EXPECT_EQ(packed_bytes(type, n, rows), groups * kPackRows * blocks * ggml_block_bytes(type));
       std::vector<uint8_t> packed(packed_bytes(type, n, rows), 0xAB);
       pack_rows(type, w.data(), n, rows, packed.data());
       const size_t rb = ggml_row_bytes(type, n);
