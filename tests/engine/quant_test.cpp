@@ -455,55 +455,59 @@ std::vector<uint8_t> random_row(GgmlType type, int64_t n, std::mt19937& rng) {
   return bytes;
 }
 
-TEST(Quant, Avx2AgreesWithPortable) {
+TEST(Quant, SimdKernelSetsAgreeWithPortable) {
   if (!kernel_isa_available(KernelIsa::Avx2)) GTEST_SKIP() << "CPU cannot run the AVX2 kernels";
   // The dispatcher picks the best set the CPU runs.
   EXPECT_EQ(active_kernel_isa(), kernel_isa_available(KernelIsa::Avx512) ? KernelIsa::Avx512 : KernelIsa::Avx2);
   const QuantKernels& p = quant_kernels(KernelIsa::Portable);
-  const QuantKernels& v = quant_kernels(KernelIsa::Avx2);
-  std::mt19937 rng(99);
-  for (GgmlType type : kWeightTypes) {
-    const int64_t bs = ggml_block_size(type);
-    for (int64_t n : std::vector<int64_t>{bs, 4 * bs, 2048 + (bs == 1 ? 13 : 0)}) {
-      if (n % bs != 0) continue;
-      SCOPED_TRACE(std::string(ggml_type_name(type)) + " n=" + std::to_string(n));
-      const int64_t rows = 7;
-      std::vector<uint8_t> w;
-      for (int r = 0; r < rows; ++r) {
-        auto row = random_row(type, n, rng);
-        w.insert(w.end(), row.begin(), row.end());
-      }
-      const auto x = random_activations(n, static_cast<uint32_t>(n), 0.7f);
-      ActivationBuffer ap, av;
-      p.quantize_activations(type, x.data(), n, ap);
-      v.quantize_activations(type, x.data(), n, av);
-      ASSERT_EQ(ap.vec_dot_type, av.vec_dot_type);
-      ASSERT_EQ(ap.bytes, av.bytes) << "activation conversion differs";
+  for (KernelIsa isa : available_isas()) {
+    if (isa == KernelIsa::Portable) continue;
+    SCOPED_TRACE(kernel_isa_name(isa));
+    const QuantKernels& v = quant_kernels(isa);
+    std::mt19937 rng(99);
+    for (GgmlType type : kWeightTypes) {
+      const int64_t bs = ggml_block_size(type);
+      for (int64_t n : std::vector<int64_t>{bs, 4 * bs, 2048 + (bs == 1 ? 13 : 0)}) {
+        if (n % bs != 0) continue;
+        SCOPED_TRACE(std::string(ggml_type_name(type)) + " n=" + std::to_string(n));
+        const int64_t rows = 7;
+        std::vector<uint8_t> w;
+        for (int r = 0; r < rows; ++r) {
+          auto row = random_row(type, n, rng);
+          w.insert(w.end(), row.begin(), row.end());
+        }
+        const auto x = random_activations(n, static_cast<uint32_t>(n), 0.7f);
+        ActivationBuffer ap, av;
+        p.quantize_activations(type, x.data(), n, ap);
+        v.quantize_activations(type, x.data(), n, av);
+        ASSERT_EQ(ap.vec_dot_type, av.vec_dot_type);
+        ASSERT_EQ(ap.bytes, av.bytes) << "activation conversion differs";
 
-      std::vector<float> dp(static_cast<size_t>(n)), dv(static_cast<size_t>(n));
-      p.dequantize_row(type, w.data(), dp.data(), n);
-      v.dequantize_row(type, w.data(), dv.data(), n);
-      ASSERT_EQ(std::memcmp(dp.data(), dv.data(), dp.size() * 4), 0) << "dequantization differs";
+        std::vector<float> dp(static_cast<size_t>(n)), dv(static_cast<size_t>(n));
+        p.dequantize_row(type, w.data(), dp.data(), n);
+        v.dequantize_row(type, w.data(), dv.data(), n);
+        ASSERT_EQ(std::memcmp(dp.data(), dv.data(), dp.size() * 4), 0) << "dequantization differs";
 
-      std::vector<float> yp(rows), yv(rows);
-      p.matvec(type, w.data(), n, 0, rows, ap, yp.data());
-      v.matvec(type, w.data(), n, 0, rows, av, yv.data());
-      const std::vector<double> a = activation_values(ap);
-      for (int64_t r = 0; r < rows; ++r) {
-        p.dequantize_row(type, w.data() + static_cast<size_t>(r) * ggml_row_bytes(type, n), dp.data(), n);
-        double mag = 0;
-        for (int64_t i = 0; i < n; ++i) mag += std::fabs(dp[i] * a[i]);
-        if (type == GgmlType::Q4_K || type == GgmlType::Q6_K || type == GgmlType::Q4_0) {
-          EXPECT_EQ(yp[r], yv[r]) << "row " << r;  // exact integer sums, same f32 combination
-        } else {
-          EXPECT_NEAR(yp[r], yv[r], 2e-6 * mag + 1e-12) << "row " << r;
+        std::vector<float> yp(rows), yv(rows);
+        p.matvec(type, w.data(), n, 0, rows, ap, yp.data());
+        v.matvec(type, w.data(), n, 0, rows, av, yv.data());
+        const std::vector<double> a = activation_values(ap);
+        for (int64_t r = 0; r < rows; ++r) {
+          p.dequantize_row(type, w.data() + static_cast<size_t>(r) * ggml_row_bytes(type, n), dp.data(), n);
+          double mag = 0;
+          for (int64_t i = 0; i < n; ++i) mag += std::fabs(dp[i] * a[i]);
+          if (type == GgmlType::Q4_K || type == GgmlType::Q6_K || type == GgmlType::Q4_0) {
+            EXPECT_EQ(yp[r], yv[r]) << "row " << r;  // exact integer sums, same f32 combination
+          } else {
+            EXPECT_NEAR(yp[r], yv[r], 2e-6 * mag + 1e-12) << "row " << r;
+          }
         }
       }
     }
   }
 }
 
-TEST(Quant, Avx2AgreesWithPortableOnReferenceTensors) {
+TEST(Quant, SimdKernelSetsAgreeWithPortableOnReferenceTensors) {
   if (!kernel_isa_available(KernelIsa::Avx2)) GTEST_SKIP() << "CPU cannot run the AVX2 kernels";
   for (GgmlType type : kWeightTypes) {
     const TensorInfo* t = tensor_of_type(type);
@@ -514,11 +518,14 @@ TEST(Quant, Avx2AgreesWithPortableOnReferenceTensors) {
     quant_kernels(KernelIsa::Portable).quantize_activations(type, x.data(), n, act);
     std::vector<float> yp(static_cast<size_t>(t->rows())), yv(static_cast<size_t>(t->rows()));
     quant_kernels(KernelIsa::Portable).matvec(type, t->data, n, 0, t->rows(), act, yp.data());
-    quant_kernels(KernelIsa::Avx2).matvec(type, t->data, n, 0, t->rows(), act, yv.data());
-    double max_rel = 0;
-    for (size_t r = 0; r < yp.size(); ++r)
-      max_rel = std::max(max_rel, std::fabs(yp[r] - yv[r]) / (std::fabs(yp[r]) + 1e-3));
-    EXPECT_LT(max_rel, 1e-4) << ggml_type_name(type);
+    for (KernelIsa isa : available_isas()) {
+      if (isa == KernelIsa::Portable) continue;
+      quant_kernels(isa).matvec(type, t->data, n, 0, t->rows(), act, yv.data());
+      double max_rel = 0;
+      for (size_t r = 0; r < yp.size(); ++r)
+        max_rel = std::max(max_rel, std::fabs(yp[r] - yv[r]) / (std::fabs(yp[r]) + 1e-3));
+      EXPECT_LT(max_rel, 1e-4) << ggml_type_name(type) << " " << kernel_isa_name(isa);
+    }
   }
 }
 
