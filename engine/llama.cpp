@@ -215,18 +215,20 @@ void LlamaContext::matmul_quantized(std::span<const MatmulOut> outs, const float
     for (const MatmulOut& o : outs) {
       const size_t rows = static_cast<size_t>(o.w->n_out);
       const size_t units = (rows + unit - 1) / unit;
-      const size_t r0 = (std::max(ua, base) - base) * unit;
-      const size_t r1 = std::min(rows, (std::min(ub, base + units) - base) * unit);
-      if (std::max(ua, base) < std::min(ub, base + units) && n == 1) {
-        rows_dot(*o.w, r0, r1, acts[0], o.y + r0);
-      } else if (std::max(ua, base) < std::min(ub, base + units)) {
-        // Several tokens (verify blocks): a tile of rows small enough to stay in L1/L2 is read
-        // from memory once and reused for every token, instead of streaming the rows n times.
-        const size_t row_bytes = ggml_row_bytes(o.w->type, o.w->n_in);
-        const size_t tile = std::max<size_t>(kPackRows, (kVerifyTileBytes / row_bytes) & ~size_t{kPackRows - 1});
-        for (size_t t0 = r0; t0 < r1; t0 += tile) {
-          const size_t t1 = std::min(r1, t0 + tile);
-          for (size_t t = 0; t < n; ++t) rows_dot(*o.w, t0, t1, acts[t], o.y + t * rows + t0);
+      const size_t u0 = std::max(ua, base), u1 = std::min(ub, base + units);  // this output's units
+      if (u0 < u1) {
+        const size_t r0 = (u0 - base) * unit, r1 = std::min(rows, (u1 - base) * unit);
+        if (n == 1) {
+          rows_dot(*o.w, r0, r1, acts[0], o.y + r0);
+        } else {
+          // Several tokens (prefill, verify blocks): a tile of rows small enough to stay in L2 is
+          // read from memory once and reused for every token, instead of streaming the rows n times.
+          const size_t row_bytes = ggml_row_bytes(o.w->type, o.w->n_in);
+          const size_t tile = std::max<size_t>(kPackRows, (kVerifyTileBytes / row_bytes) & ~size_t{kPackRows - 1});
+          for (size_t t0 = r0; t0 < r1; t0 += tile) {
+            const size_t t1 = std::min(r1, t0 + tile);
+            for (size_t t = 0; t < n; ++t) rows_dot(*o.w, t0, t1, acts[t], o.y + t * rows + t0);
+          }
         }
       }
       base += units;

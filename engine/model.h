@@ -88,7 +88,7 @@ class LlamaModel {
   // Errors: GGUF read errors; "unsupported_architecture" (general.architecture is not "llama",
   // message names it); "missing_tensor"; "bad_shape" (a tensor's ne disagrees with the hparams,
   // message names the tensor, expected and found); "bad_hparams" (e.g. n_embd % n_head != 0,
-  // odd rope_dim, n_head % n_head_kv != 0).
+  // odd rope_dim, n_head % n_head_kv != 0); "out_of_memory" (no room for a packed copy).
   static Result<LlamaModel> load(const std::string& path, ModelLoadOptions options = {});
 
   const LlamaHparams& hparams() const { return hparams_; }

@@ -30,6 +30,9 @@ namespace kakeya::engine {
 
 namespace {
 
+// The helpers below repeat quant_avx2.cpp's on purpose: an inline helper shared through a header
+// would be compiled with each file's -m flags, and the linker may keep the AVX-512 copy for the
+// AVX2 callers (an illegal instruction on AVX2-only CPUs).
 struct PackTerms {
   int32_t corr;  // the unsigned-operand offset times Σqy: Q4_0 8·Σqy, Q8_0 128·Σqy
   float d;       // fp16(a.d)
