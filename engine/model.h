@@ -73,6 +73,11 @@ struct LlamaWeights {
 // Whether Q4_0/Q8_0 weights are packed by default: when the active kernel set is a SIMD one (the
 // portable packed kernels copy each row back first and are slower than the row-major ones).
 bool default_pack_rows();
+// pack_rows for a CLI/preset weight layout: "auto" → default_pack_rows(), "packed" → true,
+// anything else ("row-major") → false.
+inline bool pack_rows_for_layout(const std::string& layout) {
+  return layout == "auto" ? default_pack_rows() : layout == "packed";
+}
 
 struct ModelLoadOptions {
   // Copy Q4_0/Q8_0 matmul weights (not token_embd's row lookups) into the packed layout. On the

@@ -173,6 +173,7 @@ void portable_quantize_activations(GgmlType weight_type, const float* x, int64_t
     }
     case GgmlType::Q8_0:
       detail::quantize_row_q8_0(x, reinterpret_cast<BlockQ8_0*>(out.bytes.data()), n);
+      detail::fill_block_sums(out);
       return;
     default:
       detail::quantize_row_q8_k(x, reinterpret_cast<BlockQ8_K*>(out.bytes.data()), n);
@@ -391,6 +392,17 @@ void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
     y[i].d = fp32_to_fp16(d);
     for (int j = 0; j < 32; ++j) y[i].qs[j] = static_cast<int8_t>(nearest_int(x[j] * id));
     x += 32;
+  }
+}
+
+void fill_block_sums(ActivationBuffer& out) {
+  const int64_t nb = out.n / kQK8_0;
+  const auto* a = reinterpret_cast<const BlockQ8_0*>(out.bytes.data());
+  out.block_sums.resize(static_cast<size_t>(nb));
+  for (int64_t b = 0; b < nb; ++b) {
+    int32_t sum = 0;
+    for (int j = 0; j < kQK8_0; ++j) sum += a[b].qs[j];
+    out.block_sums[static_cast<size_t>(b)] = sum;
   }
 }
 

@@ -72,6 +72,9 @@ struct ActivationBuffer {
   GgmlType vec_dot_type = GgmlType::F32;  // F32, F16, BF16, Q8_0 or Q8_K: the layout of `bytes`
   std::vector<uint8_t> bytes;
   int64_t n = 0;                          // elements
+  // Q8_0 only: Σ qs of each block, computed once here for the packed kernels' offset terms
+  // (every row range of every matrix the activations meet reuses it).
+  std::vector<int32_t> block_sums;
 };
 
 // REQUIRES: n % ggml_block_size(weight_type) == 0. Reuses out.bytes' capacity.
@@ -163,6 +166,8 @@ inline size_t packed_quants_offset(GgmlType type, int64_t b) {
 size_t activation_bytes(GgmlType weight_type, int64_t n);
 void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n);
 void quantize_row_q8_k(const float* x, BlockQ8_K* y, int64_t n);
+// Fills out.block_sums from the Q8_0 blocks in out.bytes (both kernel sets call it).
+void fill_block_sums(ActivationBuffer& out);
 }  // namespace detail
 
 }  // namespace kakeya::engine

@@ -118,8 +118,7 @@ float dot_q4_0(const BlockQ4_0* x, const BlockQ8_0* y, int64_t nb) {
 // (low half row k, high half row k+4) against the activation halves broadcast to both halves,
 // and the exact integer sums are reduced in int16: with unsigned nibbles (0..15) a sum of 16
 // products is at most 16·15·128 = 30720. The 8·Σqy correction for the nibble offset is the same
-// for every row, so it is computed once per block and subtracted after the reduction.
-constexpr int64_t kTermBlocks = 512;  // activation terms kept on the stack (4 KiB) per pass
+// for every row (8 · act.block_sums[b]) and subtracted after the reduction.
 
 void rows_q4_0(const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act, float* y) {
   const int64_t nb = n / 32;
@@ -128,64 +127,50 @@ void rows_q4_0(const void* w, int64_t n, int64_t r0, int64_t r1, const Activatio
   const auto* a = reinterpret_cast<const BlockQ8_0*>(act.bytes.data());
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   const __m256i ones16 = _mm256_set1_epi16(1);
-  struct Terms {
-    int32_t corr;  // 8·Σqy
-    float d;       // fp16(a.d)
-  };
-  Terms terms[kTermBlocks];
-  // Passes over at most kTermBlocks blocks; the rows' fma chains continue through y between passes.
-  for (int64_t b0 = 0; b0 < nb; b0 += kTermBlocks) {
-    const int64_t b1 = std::min(nb, b0 + kTermBlocks);
-    for (int64_t b = b0; b < b1; ++b) {
-      const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs));
-      terms[b - b0] = {hsum_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(8), qy), ones16)),
-                       h2f(a[b].d)};
+  for (int64_t r = r0; r < r1; r += 8) {
+    // A last group of fewer than 8 rows repeats its last row in the spare lanes (not stored).
+    const int64_t live = std::min<int64_t>(8, r1 - r);
+    const __m256i store_mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int32_t>(live)),
+                                                  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const BlockQ4_0* x[8];
+    for (int k = 0; k < 8; ++k) {
+      const int64_t row = r + std::min<int64_t>(k, live - 1);
+      x[k] = reinterpret_cast<const BlockQ4_0*>(base + static_cast<size_t>(row) * stride);
     }
-    for (int64_t r = r0; r < r1; r += 8) {
-      // A last group of fewer than 8 rows repeats its last row in the spare lanes (not stored).
-      const int64_t live = std::min<int64_t>(8, r1 - r);
-      const __m256i store_mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int32_t>(live)),
-                                                    _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-      const BlockQ4_0* x[8];
-      for (int k = 0; k < 8; ++k) {
-        const int64_t row = r + std::min<int64_t>(k, live - 1);
-        x[k] = reinterpret_cast<const BlockQ4_0*>(base + static_cast<size_t>(row) * stride);
-      }
-      __m256 acc = b0 == 0 ? _mm256_setzero_ps() : _mm256_maskload_ps(y + (r - r0), store_mask);
-      // Rows are only ~1 KiB long, too short for the hardware prefetcher to get ahead of eight
-      // interleaved row streams: prefetch the next group, spread over this loop
-      // (8 rows of 18 bytes per block; three prefetches at most 64 bytes apart touch every line).
-      // A prefetch never faults, so the rows past r1, or past the matrix, need no bounds check;
-      // the ones past r1 are usually the caller's next tile or another thread's range.
-      const uint8_t* pf = base + static_cast<size_t>(r + 8) * stride;
-      for (int64_t b = b0; b < b1; ++b) {
-        const uint8_t* p = pf + static_cast<size_t>(b) * (8 * sizeof(BlockQ4_0));
-        _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(p + 64), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(p + 128), _MM_HINT_T0);
-        const auto* qy = reinterpret_cast<const __m128i*>(a[b].qs);
-        const __m256i qlo = _mm256_broadcastsi128_si256(_mm_loadu_si128(qy));
-        const __m256i qhi = _mm256_broadcastsi128_si256(_mm_loadu_si128(qy + 1));
-        // int16 lanes, each the sum of 4 nibble·qy products, of rows k (low half) and k + 4 (high half)
-        auto pair = [&](int k) {
-          const __m256i packed = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(x[k + 4][b].qs),
-                                                     reinterpret_cast<const __m128i*>(x[k][b].qs));
-          const __m256i lo = _mm256_and_si256(packed, low4);
-          const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
-          return _mm256_add_epi16(_mm256_maddubs_epi16(lo, qlo), _mm256_maddubs_epi16(hi, qhi));
-        };
-        // int16 pairs per row (rows 0..3 in the low half, 4..7 in the high half) -> int32 rows 0..7
-        const __m256i t = _mm256_hadd_epi16(_mm256_hadd_epi16(pair(0), pair(1)), _mm256_hadd_epi16(pair(2), pair(3)));
-        const Terms& tb = terms[b - b0];
-        const __m256i sumi = _mm256_sub_epi32(_mm256_madd_epi16(t, ones16), _mm256_set1_epi32(tb.corr));
-        const __m256 dw = _mm256_cvtph_ps(_mm_setr_epi16(
-            static_cast<short>(x[0][b].d), static_cast<short>(x[1][b].d), static_cast<short>(x[2][b].d),
-            static_cast<short>(x[3][b].d), static_cast<short>(x[4][b].d), static_cast<short>(x[5][b].d),
-            static_cast<short>(x[6][b].d), static_cast<short>(x[7][b].d)));
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_mul_ps(dw, _mm256_set1_ps(tb.d)), acc);
-      }
-      _mm256_maskstore_ps(y + (r - r0), store_mask, acc);
+    __m256 acc = _mm256_setzero_ps();
+    // Rows are only ~1 KiB long, too short for the hardware prefetcher to get ahead of eight
+    // interleaved row streams: prefetch the next group, spread over this loop
+    // (8 rows of 18 bytes per block; three prefetches at most 64 bytes apart touch every line).
+    // A prefetch never faults, so the rows past r1, or past the matrix, need no bounds check;
+    // the ones past r1 are usually the caller's next tile or another thread's range.
+    const uint8_t* pf = base + static_cast<size_t>(r + 8) * stride;
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* p = pf + static_cast<size_t>(b) * (8 * sizeof(BlockQ4_0));
+      _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + 64), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + 128), _MM_HINT_T0);
+      const auto* qy = reinterpret_cast<const __m128i*>(a[b].qs);
+      const __m256i qlo = _mm256_broadcastsi128_si256(_mm_loadu_si128(qy));
+      const __m256i qhi = _mm256_broadcastsi128_si256(_mm_loadu_si128(qy + 1));
+      // int16 lanes, each the sum of 4 nibble·qy products, of rows k (low half) and k + 4 (high half)
+      auto pair = [&](int k) {
+        const __m256i packed = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(x[k + 4][b].qs),
+                                                   reinterpret_cast<const __m128i*>(x[k][b].qs));
+        const __m256i lo = _mm256_and_si256(packed, low4);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
+        return _mm256_add_epi16(_mm256_maddubs_epi16(lo, qlo), _mm256_maddubs_epi16(hi, qhi));
+      };
+      // int16 pairs per row (rows 0..3 in the low half, 4..7 in the high half) -> int32 rows 0..7
+      const __m256i t = _mm256_hadd_epi16(_mm256_hadd_epi16(pair(0), pair(1)), _mm256_hadd_epi16(pair(2), pair(3)));
+      const __m256i sumi =
+          _mm256_sub_epi32(_mm256_madd_epi16(t, ones16), _mm256_set1_epi32(8 * act.block_sums[static_cast<size_t>(b)]));
+      const __m256 dw = _mm256_cvtph_ps(_mm_setr_epi16(
+          static_cast<short>(x[0][b].d), static_cast<short>(x[1][b].d), static_cast<short>(x[2][b].d),
+          static_cast<short>(x[3][b].d), static_cast<short>(x[4][b].d), static_cast<short>(x[5][b].d),
+          static_cast<short>(x[6][b].d), static_cast<short>(x[7][b].d)));
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_mul_ps(dw, _mm256_set1_ps(h2f(a[b].d))), acc);
     }
+    _mm256_maskstore_ps(y + (r - r0), store_mask, acc);
   }
 }
 
@@ -227,30 +212,10 @@ void rows_q8_0(const void* w, int64_t n, int64_t r0, int64_t r1, const Activatio
 
 // ---- Packed (row-interleaved) Q4_0 / Q8_0 matrices (layout in quant.h) ----
 
-// Per activation block: the offset correction shared by every row and fp16(a.d).
-struct PackTerms {
-  int32_t corr;  // Q4_0: 8·Σqy (nibbles are stored unsigned); Q8_0: unused
-  float d;
-};
-
 inline int32_t load_i32(const int8_t* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
   return v;
-}
-
-const PackTerms* pack_terms(const BlockQ8_0* a, int64_t nb, bool q4_corr) {
-  thread_local std::vector<PackTerms> terms;
-  terms.resize(static_cast<size_t>(nb));
-  for (int64_t b = 0; b < nb; ++b) {
-    int32_t corr = 0;
-    if (q4_corr) {
-      const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs));
-      corr = hsum_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(8), qy), _mm256_set1_epi16(1)));
-    }
-    terms[static_cast<size_t>(b)] = {corr, h2f(a[b].d)};
-  }
-  return terms.data();
 }
 
 // Stores the lanes of the 8 rows starting at row0 that fall in [r0, r1) to y[row - r0].
@@ -277,7 +242,6 @@ void packed_q4_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const
   const int64_t nb = n / 32;
   const size_t gbytes = detail::packed_group_bytes(GgmlType::Q4_0, n);
   const auto* a = reinterpret_cast<const BlockQ8_0*>(act.bytes.data());
-  const PackTerms* terms = pack_terms(a, nb, true);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   const __m256i ones16 = _mm256_set1_epi16(1);
   for (int64_t g = r0 / kPackRows; g * kPackRows < r1; ++g) {
@@ -299,8 +263,8 @@ void packed_q4_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const
           s16[h] = _mm256_add_epi16(s16[h], _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), low4), yhi));
         }
       }
-      const __m256 da = _mm256_set1_ps(terms[b].d);
-      const __m256i corr = _mm256_set1_epi32(terms[b].corr);
+      const __m256 da = _mm256_set1_ps(h2f(a[b].d));
+      const __m256i corr = _mm256_set1_epi32(8 * act.block_sums[static_cast<size_t>(b)]);  // nibbles stored unsigned
       for (int h = 0; h < 2; ++h) {
         const __m256i sumi = _mm256_sub_epi32(_mm256_madd_epi16(s16[h], ones16), corr);
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 8 * h)));
@@ -327,7 +291,6 @@ void packed_q8_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const
   const int64_t nb = n / 32;
   const size_t gbytes = detail::packed_group_bytes(GgmlType::Q8_0, n);
   const auto* a = reinterpret_cast<const BlockQ8_0*>(act.bytes.data());
-  const PackTerms* terms = pack_terms(a, nb, false);
   const __m256i ones16 = _mm256_set1_epi16(1);
   for (int64_t g = r0 / kPackRows; g * kPackRows < r1; ++g) {
     const uint8_t* group = packed + static_cast<size_t>(g) * gbytes;
@@ -347,7 +310,7 @@ void packed_q8_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const
           sumi[h] = _mm256_add_epi32(sumi[h], _mm256_madd_epi16(p16, ones16));
         }
       }
-      const __m256 da = _mm256_set1_ps(terms[b].d);
+      const __m256 da = _mm256_set1_ps(h2f(a[b].d));
       for (int h = 0; h < 2; ++h) {
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 8 * h)));
         const __m256 p = keep_rounded(_mm256_mul_ps(_mm256_cvtepi32_ps(sumi[h]), _mm256_mul_ps(dw, da)));
@@ -505,6 +468,7 @@ void avx2_quantize_activations(GgmlType weight_type, const float* x, int64_t n, 
       out.n = n;
       out.bytes.resize(detail::activation_bytes(weight_type, n));
       quantize_q8_0(x, reinterpret_cast<BlockQ8_0*>(out.bytes.data()), n);
+      detail::fill_block_sums(out);
       return;
     default:
       detail::portable_kernels().quantize_activations(weight_type, x, n, out);

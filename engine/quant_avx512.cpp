@@ -33,32 +33,10 @@ namespace {
 // The helpers below repeat quant_avx2.cpp's on purpose: an inline helper shared through a header
 // would be compiled with each file's -m flags, and the linker may keep the AVX-512 copy for the
 // AVX2 callers (an illegal instruction on AVX2-only CPUs).
-struct PackTerms {
-  int32_t corr;  // the unsigned-operand offset times Σqy: Q4_0 8·Σqy, Q8_0 128·Σqy
-  float d;       // fp16(a.d)
-};
-
 inline int32_t load_i32(const int8_t* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
   return v;
-}
-
-// Per activation block: corr = offset·Σqy and fp16(a.d). Thread-local, reused across calls.
-const PackTerms* pack_terms(const BlockQ8_0* a, int64_t nb, int32_t offset) {
-  thread_local std::vector<PackTerms> terms;
-  terms.resize(static_cast<size_t>(nb));
-  const __m256i ones8 = _mm256_set1_epi8(1);
-  for (int64_t b = 0; b < nb; ++b) {
-    // Σqs: maddubs(1, qs) gives int16 pair sums, madd(·, 1) int32 quad sums, then a lane sum.
-    const __m256i qs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs));
-    const __m256i s32 = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, qs), _mm256_set1_epi16(1));
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(s32), _mm256_extracti128_si256(s32, 1));
-    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-    terms[static_cast<size_t>(b)] = {offset * _mm_cvtsi128_si32(s), _cvtsh_ss(a[b].d)};
-  }
-  return terms.data();
 }
 
 // Stores the lanes of the 16 rows starting at row0 that fall in [r0, r1) to y[row - r0].
@@ -94,7 +72,6 @@ void packed_q4_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const
   const int64_t nb = n / 32;
   const size_t gbytes = detail::packed_group_bytes(GgmlType::Q4_0, n);
   const auto* a = reinterpret_cast<const BlockQ8_0*>(act.bytes.data());
-  const PackTerms* terms = pack_terms(a, nb, 8);
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   for (int64_t g = r0 / kPackRows; g * kPackRows < r1; ++g) {
     const uint8_t* group = packed + static_cast<size_t>(g) * gbytes;
@@ -120,9 +97,10 @@ void packed_q4_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const
       s_hi = _mm512_dpbusd_epi32(s_hi, _mm512_and_si512(_mm512_srli_epi16(v2, 4), low4), z2);
       s_lo = _mm512_dpbusd_epi32(s_lo, _mm512_and_si512(v3, low4), y3);
       s_hi = _mm512_dpbusd_epi32(s_hi, _mm512_and_si512(_mm512_srli_epi16(v3, 4), low4), z3);
-      const __m512i sumi = _mm512_sub_epi32(_mm512_add_epi32(s_lo, s_hi), _mm512_set1_epi32(terms[b].corr));
+      const __m512i corr = _mm512_set1_epi32(8 * act.block_sums[static_cast<size_t>(b)]);
+      const __m512i sumi = _mm512_sub_epi32(_mm512_add_epi32(s_lo, s_hi), corr);
       const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(scales));
-      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(dw, _mm512_set1_ps(terms[b].d)), acc);
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(a[b].d))), acc);
     }
     store_rows16(acc, g * kPackRows, r0, r1, y);
   }
@@ -135,7 +113,6 @@ void packed_q8_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const
   const int64_t nb = n / 32;
   const size_t gbytes = detail::packed_group_bytes(GgmlType::Q8_0, n);
   const auto* a = reinterpret_cast<const BlockQ8_0*>(act.bytes.data());
-  const PackTerms* terms = pack_terms(a, nb, 128);
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   for (int64_t g = r0 / kPackRows; g * kPackRows < r1; ++g) {
     const uint8_t* group = packed + static_cast<size_t>(g) * gbytes;
@@ -154,9 +131,10 @@ void packed_q8_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const
         s0 = _mm512_dpbusd_epi32(s0, v[c], yb[c]);
         s1 = _mm512_dpbusd_epi32(s1, v[c + 1], yb[c + 1]);
       }
-      const __m512i sumi = _mm512_sub_epi32(_mm512_add_epi32(s0, s1), _mm512_set1_epi32(terms[b].corr));
+      const __m512i corr = _mm512_set1_epi32(128 * act.block_sums[static_cast<size_t>(b)]);
+      const __m512i sumi = _mm512_sub_epi32(_mm512_add_epi32(s0, s1), corr);
       const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(scales));
-      const __m512 p = keep_rounded(_mm512_mul_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(dw, _mm512_set1_ps(terms[b].d))));
+      const __m512 p = keep_rounded(_mm512_mul_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(a[b].d)))));
       acc = _mm512_add_ps(acc, p);
     }
     store_rows16(acc, g * kPackRows, r0, r1, y);

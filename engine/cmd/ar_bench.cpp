@@ -104,7 +104,7 @@ int run_ar_bench(BenchArgs a) {
   if (lengths.empty()) return fail(make_error("bad_param", "--prompt-lengths is empty"));
   if (a.samples < 1 || a.gen_tokens < 1)
     return fail(make_error("bad_param", "--samples and --gen-tokens must be >= 1"));
-  const bool pack = a.weight_layout == "auto" ? default_pack_rows() : a.weight_layout == "packed";
+  const bool pack = pack_rows_for_layout(a.weight_layout);
   auto model = LlamaModel::load(a.model, ModelLoadOptions{.pack_rows = pack});
   if (!model.ok()) return fail(model.error());
   auto tok = Tokenizer::from_gguf(model->gguf());

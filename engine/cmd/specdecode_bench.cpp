@@ -57,7 +57,7 @@ int run(Args& a) {
   auto vs = parse_list("--verify-sizes", a.verify_sizes);
   if (!vs.ok()) return fail(vs.error());
   a.config.verify_sizes = vs.value();
-  a.config.pack_rows = a.weight_layout == "auto" ? default_pack_rows() : a.weight_layout == "packed";
+  a.config.pack_rows = pack_rows_for_layout(a.weight_layout);
   if (a.verify_mode == "quantized") {
     a.config.verify_mode = MatmulMode::kQuantizedActivations;
   } else if (a.verify_mode == "sgemm") {
