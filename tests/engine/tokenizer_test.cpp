@@ -1,5 +1,6 @@
 // Tokenizer against llama.cpp's Llama-2 SPM vectors, the stories260K reference prompt and the
-// niah-tiny golden prompts (tests/data/reference/tokenizer/README.md, models/niah-tiny.md).
+// niah-tiny golden prompts (../shared/reference/tokenizer/README.md, read from the shared folder and never copied into the
+// repository; those tests skip when it is absent), and models/niah-tiny.md.
 #include "engine/tokenizer.h"
 
 #include <gtest/gtest.h>
@@ -19,6 +20,8 @@ namespace kakeya::engine {
 namespace {
 
 using kakeya::testing::data_dir;
+using kakeya::testing::shared_dir;
+using kakeya::testing::shared_dir_missing;
 using kakeya::testing::models_dir;
 
 std::string slurp(const std::filesystem::path& p) {
@@ -37,9 +40,16 @@ Tokenizer load(const std::filesystem::path& path) {
   return std::move(tok).value();
 }
 
+// Skips the calling test when llama.cpp's Llama-2 SPM vectors are not in the shared folder.
+#define SKIP_WITHOUT_LLAMA_SPM()                                                            \
+  do {                                                                                      \
+    const std::string why = shared_dir_missing("reference/tokenizer/ggml-vocab-llama-spm.gguf"); \
+    if (!why.empty()) GTEST_SKIP() << why;                                                  \
+  } while (0)
+
 const Tokenizer& llama_spm() {
   static const Tokenizer tok =
-      load(data_dir() / "reference" / "tokenizer" / "ggml-vocab-llama-spm.gguf");
+      load(shared_dir() / "reference" / "tokenizer" / "ggml-vocab-llama-spm.gguf");
   return tok;
 }
 
@@ -54,7 +64,7 @@ struct Vector {
 };
 
 std::vector<Vector> llama_vectors() {
-  const auto dir = data_dir() / "reference" / "tokenizer";
+  const auto dir = shared_dir() / "reference" / "tokenizer";
   const std::string inp = slurp(dir / "ggml-vocab-llama-spm.gguf.inp");
   const std::string out = slurp(dir / "ggml-vocab-llama-spm.gguf.out");
   const std::string sep = "\n__ggml_vocab_test__\n";
@@ -80,6 +90,7 @@ std::vector<Vector> llama_vectors() {
 }
 
 TEST(TokenizerGguf, ReadsLlamaSpmVocabulary) {
+  SKIP_WITHOUT_LLAMA_SPM();
   const Tokenizer& t = llama_spm();
   EXPECT_EQ(t.n_vocab(), 32000);
   EXPECT_EQ(t.bos(), 1);
@@ -92,6 +103,7 @@ TEST(TokenizerGguf, ReadsLlamaSpmVocabulary) {
 }
 
 TEST(TokenizerGguf, MatchesAll46LlamaCppVectors) {
+  SKIP_WITHOUT_LLAMA_SPM();
   const auto vectors = llama_vectors();
   ASSERT_EQ(vectors.size(), 46u);
   for (size_t i = 0; i < vectors.size(); ++i) {
@@ -101,6 +113,7 @@ TEST(TokenizerGguf, MatchesAll46LlamaCppVectors) {
 }
 
 TEST(TokenizerGguf, RoundTripsAllVectors) {
+  SKIP_WITHOUT_LLAMA_SPM();
   for (const auto& v : llama_vectors()) {
     const auto ids = llama_spm().encode(v.input, true);
     EXPECT_EQ(llama_spm().decode(ids, true), v.input);
@@ -108,6 +121,7 @@ TEST(TokenizerGguf, RoundTripsAllVectors) {
 }
 
 TEST(TokenizerGguf, DocumentedExamples) {
+  SKIP_WITHOUT_LLAMA_SPM();
   const Tokenizer& t = llama_spm();
   EXPECT_EQ(t.encode("Hello world", true), (std::vector<int32_t>{1, 15043, 3186}));
   EXPECT_EQ(t.encode("Hello world", false), (std::vector<int32_t>{15043, 3186}));
@@ -122,6 +136,7 @@ TEST(TokenizerGguf, DocumentedExamples) {
 }
 
 TEST(TokenizerGguf, DecodeSkipsControlAndJoinsBytes) {
+  SKIP_WITHOUT_LLAMA_SPM();
   const Tokenizer& t = llama_spm();
   EXPECT_EQ(t.decode({1, 15043, 3186, 2}), " Hello world");
   EXPECT_EQ(t.decode({1, 15043, 3186, 2}, true), "Hello world");

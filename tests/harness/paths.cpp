@@ -15,6 +15,19 @@ std::filesystem::path binary_dir() { return KAKEYA_BINARY_DIR; }
 std::filesystem::path data_dir() { return source_dir() / "tests" / "data"; }
 std::filesystem::path models_dir() { return source_dir() / "models"; }
 
+std::filesystem::path shared_dir() {
+  if (const char* env = std::getenv("KAKEYA_SHARED_DIR"); env != nullptr && *env != '\0') return env;
+  return source_dir().parent_path() / "shared";
+}
+
+std::string shared_dir_missing(const std::filesystem::path& sub) {
+  const std::filesystem::path p = shared_dir() / sub;
+  std::error_code ec;
+  if (std::filesystem::exists(p, ec)) return {};
+  return "third-party test data " + p.string() +
+         " is absent (kept outside the repository; set KAKEYA_SHARED_DIR to the shared folder)";
+}
+
 TempDir::TempDir(const std::string& prefix) {
   const char* base = std::getenv("TMPDIR");
   std::string tmpl = std::string(base ? base : "/tmp") + "/" + prefix + "-XXXXXX";

@@ -9,6 +9,13 @@ std::filesystem::path source_dir();   // repository root
 std::filesystem::path binary_dir();   // CMake build dir (binaries live here)
 std::filesystem::path data_dir();     // tests/data
 std::filesystem::path models_dir();   // models/ (bundled real model files)
+// The project's shared, read-only data beside the checkout (third-party test files such as
+// llama.cpp's tokenizer vocabularies, which are never copied into the repository):
+// $KAKEYA_SHARED_DIR if set, else <repository root>/../shared. May not exist (a bare clone):
+// tests that need it skip with shared_dir_missing()'s reason.
+std::filesystem::path shared_dir();
+// Empty when `sub` (a path under shared_dir()) exists; else a one-line reason naming the path.
+std::string shared_dir_missing(const std::filesystem::path& sub);
 
 // A fresh directory under $TMPDIR, removed by the destructor unless KAKEYA_KEEP_TMP is set.
 class TempDir {
