@@ -5,21 +5,12 @@
 
 #include "bridge/catalog.h"
 #include "bridge/json_strict.h"
+#include "bridge/names.h"
 
 namespace kakeya::bridge {
 namespace {
 
 using nlohmann::json;
-
-bool all_of(std::string_view s, bool (*pred)(char)) {
-  for (char c : s) {
-    if (!pred(c)) return false;
-  }
-  return true;
-}
-bool param_char(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; }
-bool env_char(char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }
-bool role_char(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'; }
 
 std::string field(const std::string& name) { return json_path_append_key("params", name); }
 
@@ -162,24 +153,21 @@ Result<ArgvToken> parse_argv_token(std::string_view t) {
   if (t == "${OUT}") return ArgvToken{ArgvToken::Kind::Out, ""};
   if (t.size() > 7 && t.substr(0, 6) == "${ENV:" && t.back() == '}') {
     std::string_view name = inner("${ENV:");
-    if (!name.empty() && !(name[0] >= '0' && name[0] <= '9') && all_of(name, env_char)) {
-      return ArgvToken{ArgvToken::Kind::Env, std::string(name)};
-    }
-    return make_error("bad_placeholder", "bad env name in `" + std::string(t) + "` (expected ^[A-Z_][A-Z0-9_]*$)");
+    if (is_env_name(name)) return ArgvToken{ArgvToken::Kind::Env, std::string(name)};
+    return make_error("bad_placeholder",
+                      "bad env name in `" + std::string(t) + "` (expected " + std::string(kEnvNamePattern) + ")");
   }
   if (t.size() > 9 && t.substr(0, 8) == "${MODEL:" && t.back() == '}') {
     std::string_view role = inner("${MODEL:");
-    if (!role.empty() && role.size() <= 40 && role[0] >= 'a' && role[0] <= 'z' && all_of(role, role_char)) {
-      return ArgvToken{ArgvToken::Kind::Model, std::string(role)};
-    }
-    return make_error("bad_placeholder", "bad model role in `" + std::string(t) + "`");
+    if (is_model_role(role)) return ArgvToken{ArgvToken::Kind::Model, std::string(role)};
+    return make_error("bad_placeholder",
+                      "bad model role in `" + std::string(t) + "` (expected " + std::string(kModelRolePattern) + ")");
   }
   if (t.size() > 2 && t.front() == '{' && t.back() == '}') {
     std::string_view name = inner("{");
-    if (name.size() <= 40 && name[0] >= 'a' && name[0] <= 'z' && all_of(name, param_char)) {
-      return ArgvToken{ArgvToken::Kind::Param, std::string(name)};
-    }
-    return make_error("bad_placeholder", "bad param name in `" + std::string(t) + "` (expected ^[a-z][a-z0-9_]{0,39}$)");
+    if (is_param_name(name)) return ArgvToken{ArgvToken::Kind::Param, std::string(name)};
+    return make_error("bad_placeholder",
+                      "bad param name in `" + std::string(t) + "` (expected " + std::string(kParamNamePattern) + ")");
   }
   if (t.find('{') != std::string_view::npos || t.find('}') != std::string_view::npos) {
     return make_error("bad_placeholder", "`" + std::string(t) +

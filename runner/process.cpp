@@ -16,6 +16,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "bridge/names.h"
+
 extern char** environ;
 
 namespace kakeya::runner {
@@ -47,10 +49,6 @@ int lift_fd(int fd) {
 }
 
 bool has_nul(std::string_view s) { return s.find('\0') != std::string_view::npos; }
-
-bool valid_env_name(std::string_view name) {
-  return !name.empty() && name.find('=') == std::string_view::npos && !has_nul(name);
-}
 
 std::chrono::nanoseconds to_duration(double seconds) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(seconds));
@@ -119,7 +117,9 @@ Result<std::unique_ptr<Process>> Process::spawn(const ProcessSpec& spec, OutputC
     if (has_nul(spec.argv[i])) return make_error("bad_value", "argv[" + std::to_string(i) + "] contains a NUL byte");
   }
   for (const auto& [k, v] : spec.env) {
-    if (!valid_env_name(k)) return make_error("bad_value", "environment name '" + k + "' is invalid");
+    if (!bridge::is_env_name(k)) {
+      return make_error("bad_value", "environment name '" + k + "' does not match " + std::string(bridge::kEnvNamePattern));
+    }
     if (has_nul(v)) return make_error("bad_value", "environment value of " + k + " contains a NUL byte");
   }
   if (has_nul(spec.cwd.native())) return make_error("bad_value", "cwd contains a NUL byte");
@@ -411,7 +411,7 @@ std::map<std::string, std::string> current_environment() {
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     const std::string_view kv(*e);
     const std::size_t eq = kv.find('=');
-    if (eq == std::string_view::npos || eq == 0) continue;
+    if (eq == std::string_view::npos || !bridge::is_env_name(kv.substr(0, eq))) continue;
     env.emplace(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
   }
   return env;
@@ -431,10 +431,10 @@ std::map<std::string, std::string> build_job_environment_from(
   copy("HOME");
   copy("LANG");
   for (const std::string& name : allowed_names) {
-    if (valid_env_name(name)) copy(name);
+    if (bridge::is_env_name(name)) copy(name);
   }
   for (const auto& [k, v] : kakeya_vars) {
-    if (k.rfind("KAKEYA_", 0) == 0 && valid_env_name(k)) env[k] = v;
+    if (k.rfind("KAKEYA_", 0) == 0 && bridge::is_env_name(k)) env[k] = v;
   }
   return env;
 }

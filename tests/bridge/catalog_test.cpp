@@ -1,9 +1,11 @@
 #include "bridge/catalog.h"
 
+#include <set>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "bridge/error_codes.h"
 #include "tests/harness/paths.h"
 
 namespace kakeya::bridge {
@@ -40,10 +42,14 @@ PresetCatalog demo() {
   return std::move(r).value();
 }
 
+// Load errors carry the strict YAML reader's codes (bridge/yaml_strict.h).
 void expect_load_error(const std::string& yaml, std::initializer_list<std::string> needles) {
   auto r = PresetCatalog::load_string(yaml, "cat.yaml");
   ASSERT_FALSE(r.ok()) << "accepted:\n" << yaml;
-  EXPECT_EQ(r.error().code, "bad_catalog");
+  const std::set<std::string> reader_codes = {errc::kParseError, errc::kUnknownKey, errc::kDuplicateKey,
+                                              errc::kMissingKey, errc::kBadType,    errc::kOutOfRange,
+                                              errc::kBadValue};
+  EXPECT_TRUE(reader_codes.count(r.error().code)) << r.error().str();
   for (const auto& n : needles) {
     EXPECT_NE(r.error().message.find(n), std::string::npos) << "missing '" << n << "' in: " << r.error().message;
   }
@@ -114,6 +120,23 @@ TEST(Catalog, TopLevelErrors) {
   expect_load_error("version: 1\npresets: {a: 1}\n", {"presets", "list"});
   expect_load_error("- 1\n", {"mapping"});
   expect_load_error("version: 1\nenv_allowlist: [lower]\npresets: []\n", {"env_allowlist", "lower"});
+}
+
+TEST(Catalog, ErrorCodesNameTheKindOfProblem) {
+  auto code_of = [](const std::string& yaml) {
+    auto r = PresetCatalog::load_string(yaml, "cat.yaml");
+    return r.ok() ? std::string("ok") : r.error().code;
+  };
+  EXPECT_EQ(code_of("version: 1\npresets:\n  - name: [unclosed\n"), errc::kParseError);
+  EXPECT_EQ(code_of("version: 1\npresets: []\nextra: 1\n"), errc::kUnknownKey);
+  EXPECT_EQ(code_of("version: 1\nversion: 1\npresets: []\n"), errc::kDuplicateKey);
+  EXPECT_EQ(code_of("presets: []\n"), errc::kMissingKey);
+  EXPECT_EQ(code_of("version: \"1\"\npresets: []\n"), errc::kBadType);
+  EXPECT_EQ(code_of(demo_with("timeout_s: 300", "timeout_s: 0")), errc::kOutOfRange);
+  EXPECT_EQ(code_of("version: 2\npresets: []\n"), errc::kBadValue);
+  auto missing = PresetCatalog::load_file("/nonexistent/presets.yaml");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code, errc::kIo);
 }
 
 TEST(Catalog, UnknownPresetKeyNamedWithLine) {
@@ -196,7 +219,7 @@ TEST(Catalog, UnknownKindAndKeys) {
 
 TEST(Catalog, BoundsConsistent) {
   expect_load_error(demo_with("min: 1, max: 4096", "min: 10, max: 4"), {"max 4 < min 10"});
-  expect_load_error(demo_with("min: 1, max: 4096, ", ""), {"(kind int) needs `max`"});
+  expect_load_error(demo_with("min: 1, max: 4096, ", ""), {"(kind int) needs `min`"});
   expect_load_error(demo_with("min: 0.0, max: 2", "min: 3.0, max: 2"), {"temp", "max < min"});
   expect_load_error(demo_with("min: 0.0, max: 2", "min: 0.0, max: .inf"), {"finite"});
   expect_load_error(demo_with("values: [fast, exact]", "values: []"), {"values must not be empty"});

@@ -154,6 +154,11 @@ TEST(Process, RejectsInvalidSpecs) {
   ProcessSpec bad_env = spec_of({"/bin/echo"});
   bad_env.env["A=B"] = "x";
   EXPECT_EQ(Process::spawn(bad_env, nullptr).error().code, "bad_value");
+  ProcessSpec lower_env = spec_of({"/bin/echo"});
+  lower_env.env["http_proxy"] = "x";  // one env-name rule everywhere (bridge/names.h)
+  auto lower = Process::spawn(lower_env, nullptr);
+  ASSERT_FALSE(lower.ok());
+  EXPECT_NE(lower.error().message.find("'http_proxy'"), std::string::npos) << lower.error().message;
   ProcessSpec bad_grace = spec_of({"/bin/echo"}, 1, -1);
   EXPECT_EQ(Process::spawn(bad_grace, nullptr).error().code, "bad_value");
 }
@@ -283,6 +288,16 @@ TEST(JobEnvironment, OnlyBaseAllowedAndKakeyaVars) {
       {"PATH", "/opt/bin:/usr/bin"}, {"HOME", "/home/runner"}, {"LANG", "C.UTF-8"},
       {"HF_TOKEN", "hf_x"},          {"KAKEYA_OUT", "/out"},   {"KAKEYA_JOB", "j1"}};
   EXPECT_EQ(env, want);
+}
+
+TEST(JobEnvironment, CurrentEnvironmentKeepsOnlyPortableNames) {
+  ::setenv("kakeya_test_lower", "x", 1);
+  ::setenv("KAKEYA_TEST_UPPER", "y", 1);
+  const auto env = current_environment();
+  ::unsetenv("kakeya_test_lower");
+  ::unsetenv("KAKEYA_TEST_UPPER");
+  EXPECT_EQ(env.count("kakeya_test_lower"), 0u);
+  EXPECT_EQ(env.at("KAKEYA_TEST_UPPER"), "y");
 }
 
 TEST(JobEnvironment, DefaultsPath) {
