@@ -36,6 +36,7 @@ void print_json(const nlohmann::json& doc) {
   std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
 }
 
+bool stdin_is_tty() { return isatty(STDIN_FILENO) == 1; }
 bool stderr_is_tty() { return isatty(STDERR_FILENO) == 1; }
 bool stdout_is_tty() { return isatty(STDOUT_FILENO) == 1; }
 
