@@ -3,6 +3,7 @@
 #include <array>
 #include <utility>
 
+#include "bridge/json_schema.h"
 #include "bridge/json_strict.h"
 #include "bridge/request.h"
 
@@ -187,12 +188,17 @@ Result<RunStatus> status_from_json(const nlohmann::json& doc) {
   if (doc.contains("log_tail")) {
     KAKEYA_ASSIGN_OR_RETURN(s.log_tail, get_string(doc, "log_tail"));
   }
+  KAKEYA_TRY(validate_against_schema(JsonSchema::kStatus, doc));
   return s;
 }
 
 Result<RunStatus> parse_status(std::string_view json_text) {
   KAKEYA_ASSIGN_OR_RETURN(json doc, parse_json_strict(json_text));
   return status_from_json(doc);
+}
+
+std::string status_json_text(const RunStatus& status) {
+  return to_json(status).dump(2, ' ', /*ensure_ascii=*/false, json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace kakeya::bridge

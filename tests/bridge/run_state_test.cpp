@@ -188,5 +188,22 @@ TEST(RunStatusJson, StrictErrors) {
   EXPECT_FALSE(parse_status("{").ok());
 }
 
+TEST(RunStatusJson, SchemaCheckedAfterTheTypedFields) {
+  // The typed checks accept it; status.schema.json says a terminal state needs a reason.
+  json j = to_json(full_status());
+  j["state"] = "failed";
+  j["reason"] = "";
+  expect_status_error(j, "schema_violation", {"status.schema.json", "/reason"});
+}
+
+TEST(RunStatusJson, TextNeverThrowsOnInvalidUtf8) {
+  RunStatus st = full_status();
+  st.log_tail = "bad \xff byte";
+  const std::string text = status_json_text(st);
+  auto back = parse_status(text);
+  ASSERT_TRUE(back.ok()) << back.error().str();
+  EXPECT_EQ(back->log_tail, "bad \xEF\xBF\xBD byte");  // U+FFFD
+}
+
 }  // namespace
 }  // namespace kakeya::bridge
