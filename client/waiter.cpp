@@ -74,26 +74,14 @@ Result<WaitResult> wait_for_run(bridge::GitBus& bus, const std::string& branch, 
   return r;
 }
 
-std::optional<int64_t> summary_exit_code(const std::optional<nlohmann::json>& summary) {
-  if (!summary || !summary->is_object()) return std::nullopt;
-  auto it = summary->find("exit_code");
-  if (it == summary->end() || !it->is_number_integer()) return std::nullopt;
-  return it->get<int64_t>();
-}
-
-std::optional<double> summary_seconds(const std::optional<nlohmann::json>& summary) {
-  if (!summary || !summary->is_object()) return std::nullopt;
-  for (const char* key : {"duration_s", "seconds", "elapsed_s"}) {
-    auto it = summary->find(key);
-    if (it != summary->end() && it->is_number()) return it->get<double>();
-  }
-  return std::nullopt;
+const bridge::CommandOutcome* summary_command(const std::optional<bridge::RunSummary>& summary) {
+  if (!summary || !summary->run || !summary->run->command) return nullptr;
+  return &*summary->run->command;
 }
 
 nlohmann::json done_event(const WaitResult& r) {
   const auto& st = r.last.status;
-  auto job_exit = summary_exit_code(r.last.summary);
-  auto job_seconds = summary_seconds(r.last.summary);
+  const bridge::CommandOutcome* command = summary_command(r.last.summary);
   return nlohmann::json{{"event", "done"},
                         {"branch", r.last.branch},
                         {"commit", r.last.oid},
@@ -101,8 +89,8 @@ nlohmann::json done_event(const WaitResult& r) {
                         {"terminal", bridge::is_terminal(st.state)},
                         {"reason", st.reason},
                         {"exit_code", r.exit_code},
-                        {"job_exit_code", job_exit ? nlohmann::json(*job_exit) : nlohmann::json(nullptr)},
-                        {"job_seconds", job_seconds ? nlohmann::json(*job_seconds) : nlohmann::json(nullptr)},
+                        {"job_exit_code", command ? nlohmann::json(command->exit_code) : nlohmann::json(nullptr)},
+                        {"job_seconds", command ? nlohmann::json(command->duration_s) : nlohmann::json(nullptr)},
                         {"seconds", r.seconds},
                         {"runner_id", st.runner_id},
                         {"results", r.results}};

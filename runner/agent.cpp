@@ -7,6 +7,7 @@
 #include "bridge/branch.h"
 #include "bridge/layout.h"
 #include "bridge/request.h"
+#include "bridge/summary.h"
 #include "bridge/version.h"
 #include "runner/publish.h"
 
@@ -128,12 +129,15 @@ void Agent::publish_terminal_without_run(const BranchView& view, RunState state,
   st.labels = cfg_.labels;
   st.claim_gen = claim_gen;
   st.updated_at = bridge::now_rfc3339();
-  nlohmann::json summary{{"schema_version", 1},     {"state", bridge::to_string(state)},
-                         {"reason", reason},         {"runner_id", cfg_.runner_id},
-                         {"request_commit", view.tip}, {"finished_at", st.updated_at},
-                         {"engine_version", engine_version()}};
+  bridge::RunSummary summary;  // a receipt without a run: no claim was made
+  summary.state = state;
+  summary.reason = reason;
+  summary.runner_id = cfg_.runner_id;
+  summary.request_commit = view.tip;
+  summary.finished_at = st.updated_at;
+  summary.engine_version = engine_version();
   std::vector<bridge::FileChange> changes{status_change(st),
-                                          {std::string(bridge::kSummaryPath), summary.dump(2) + "\n"}};
+                                          {std::string(bridge::kSummaryPath), bridge::summary_json_text(summary)}};
   auto commit = make_runner_commit(*bus_, view.tip, changes, std::string(bridge::to_string(state)), runner_author(cfg_));
   if (!commit.ok()) {
     spdlog::error("{}: cannot build {} commit: {}", view.ref, bridge::to_string(state), commit.error().str());

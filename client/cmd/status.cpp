@@ -28,7 +28,8 @@ void print_human(const BranchSnapshot& s) {
   if (!st.started_at.empty()) std::cout << fmt::format("started:    {}\n", st.started_at);
   if (!st.progress.is_null()) std::cout << fmt::format("progress:   {}\n", st.progress.dump());
   if (s.cancel_requested && !bridge::is_terminal(st.state)) std::cout << "cancel:     requested\n";
-  if (bridge::is_terminal(st.state) && s.summary) std::cout << "summary:\n" << s.summary->dump(2) << "\n";
+  if (bridge::is_terminal(st.state) && s.summary) std::cout << "summary:\n" << bridge::summary_json_text(*s.summary);
+  if (!s.summary_error.empty()) std::cout << fmt::format("summary:    unreadable ({})\n", s.summary_error);
 }
 
 }  // namespace
