@@ -59,45 +59,6 @@ bool contains(const std::vector<std::string>& v, std::string_view x) {
   return false;
 }
 
-Status check_default_in_bounds(const YamlNode& at, const ParamSpec& p, const std::string& what) {
-  const nlohmann::json& d = p.default_value;
-  switch (p.kind) {
-    case ParamKind::Int: {
-      int64_t v = d.get<int64_t>();
-      if (v < p.min_int || v > p.max_int) {
-        return at.error(errc::kOutOfRange, what + " default " + std::to_string(v) + " is outside [" +
-                                               std::to_string(p.min_int) + ", " + std::to_string(p.max_int) + "]");
-      }
-      break;
-    }
-    case ParamKind::Float: {
-      double v = d.get<double>();
-      if (v < p.min_float || v > p.max_float) {
-        return at.error(errc::kOutOfRange, what + " default " + d.dump() + " is outside [" +
-                                               nlohmann::json(p.min_float).dump() + ", " +
-                                               nlohmann::json(p.max_float).dump() + "]");
-      }
-      break;
-    }
-    case ParamKind::Enum: {
-      const std::string v = d.get<std::string>();
-      if (!contains(p.values, v)) return at.error(errc::kBadValue, what + " default \"" + v + "\" is not one of its values");
-      break;
-    }
-    case ParamKind::String: {
-      const std::string v = d.get<std::string>();
-      if (v.size() > p.max_length) return at.error(errc::kOutOfRange, what + " default is longer than max_length");
-      auto m = p.regex->full_match(v);
-      if (!m.ok()) return at.error(errc::kBadValue, what + " default: " + m.error().message);
-      if (!m.value()) return at.error(errc::kBadValue, what + " default \"" + v + "\" does not match pattern " + p.pattern);
-      break;
-    }
-    case ParamKind::Bool:
-      break;
-  }
-  return ok_status();
-}
-
 // The bounds of a param of `kind`: int/float min+max, enum values, string pattern+max_length.
 Status load_param_bounds(const YamlNode& n, ParamSpec& p, const std::string& what) {
   if (p.kind == ParamKind::Int) {
@@ -205,7 +166,9 @@ Result<ParamSpec> load_param(const YamlNode& key, const YamlNode& n, const std::
   if (!p.required && !d.present()) return n.error(errc::kMissingKey, what + " needs a `default` or `required: true`");
   if (d.present()) {
     KAKEYA_ASSIGN_OR_RETURN(p.default_value, load_default(d, p.kind, what + " default"));
-    KAKEYA_TRY(check_default_in_bounds(d, p, what));
+    // The request-time check: a default is never refused when a request omits the param.
+    auto checked = validate_param_value(p, p.default_value, "default");
+    if (!checked.ok()) return d.error(checked.error().code.c_str(), what + ": " + checked.error().message);
   }
   return p;
 }

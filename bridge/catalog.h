@@ -118,14 +118,20 @@ struct ResolvedParams {
   nlohmann::json to_json() const;  // {"name": typed value, ...}
 };
 
-// Checks request params against the preset and fills defaults. Strict JSON typing:
+// Checks one value against `spec`. Strict JSON typing:
 //   int:    a JSON integer (not 5.0, not "5", not true) within [min, max]
 //   float:  any JSON number, finite, within [min, max]
 //   bool:   true / false
 //   enum:   a JSON string listed in `values`
 //   string: a JSON string, <= max_length bytes, no NUL byte, whole-matching `pattern`
-// Errors name `params.<name>`, the value and the violated bound: unknown_param, missing_param,
-// bad_type, out_of_bounds, bad_value. `params` must be an object (bad_type otherwise).
+// Errors name `field` (e.g. "params.steps"), the value and the violated bound: bad_type,
+// out_of_range, bad_value. The catalog loader checks every `default` with it, so a default can
+// never be refused at request time.
+Result<ParamValue> validate_param_value(const ParamSpec& spec, const nlohmann::json& value, std::string_view field);
+
+// Checks request params against the preset (validate_param_value per param, field
+// `params.<name>`) and fills defaults. Errors: unknown_param, missing_param, and those of
+// validate_param_value. `params` must be an object (bad_type otherwise).
 Result<ResolvedParams> validate_params(const PresetSpec& preset, const nlohmann::json& params);
 
 struct ArgvContext {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "bridge/catalog.h"
+#include "bridge/error_codes.h"
 #include "bridge/json_strict.h"
 #include "bridge/names.h"
 
@@ -26,54 +27,57 @@ const char* json_kind(const json& v) {
   return v.type_name();
 }
 
-Error type_error(const ParamSpec& p, const json& v, std::string_view expected) {
-  return make_error("bad_type", "`" + field(p.name) + "` must be " + std::string(expected) + ", got " +
+Error type_error(const std::string& name, const json& v, std::string_view expected) {
+  return make_error(errc::kBadType, "`" + name + "` must be " + std::string(expected) + ", got " +
                                     json_kind(v) + " " + json_excerpt(v));
 }
 
-Result<ParamValue> check_value(const ParamSpec& p, const json& v) {
+}  // namespace
+
+Result<ParamValue> validate_param_value(const ParamSpec& p, const nlohmann::json& v, std::string_view field_name) {
+  const std::string name(field_name);
   ParamValue out;
   out.kind = p.kind;
   switch (p.kind) {
     case ParamKind::Int: {
-      if (!v.is_number_integer()) return type_error(p, v, "a JSON integer");
+      if (!v.is_number_integer()) return type_error(name, v, "a JSON integer");
       if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
-        return make_error("out_of_bounds", "`" + field(p.name) + "` = " + v.dump() + " is above max " +
+        return make_error(errc::kOutOfRange, "`" + name + "` = " + v.dump() + " is above max " +
                                                std::to_string(p.max_int));
       }
       int64_t x = v.get<int64_t>();
       if (x < p.min_int) {
-        return make_error("out_of_bounds", "`" + field(p.name) + "` = " + std::to_string(x) + " is below min " +
+        return make_error(errc::kOutOfRange, "`" + name + "` = " + std::to_string(x) + " is below min " +
                                                std::to_string(p.min_int));
       }
       if (x > p.max_int) {
-        return make_error("out_of_bounds", "`" + field(p.name) + "` = " + std::to_string(x) + " is above max " +
+        return make_error(errc::kOutOfRange, "`" + name + "` = " + std::to_string(x) + " is above max " +
                                                std::to_string(p.max_int));
       }
       out.value = x;
       return out;
     }
     case ParamKind::Float: {
-      if (!v.is_number()) return type_error(p, v, "a JSON number");
+      if (!v.is_number()) return type_error(name, v, "a JSON number");
       double x = v.get<double>();
-      if (!std::isfinite(x)) return make_error("bad_value", "`" + field(p.name) + "` = " + v.dump() + " is not finite");
+      if (!std::isfinite(x)) return make_error(errc::kBadValue, "`" + name + "` = " + v.dump() + " is not finite");
       if (x < p.min_float) {
-        return make_error("out_of_bounds", "`" + field(p.name) + "` = " + format_double(x) + " is below min " +
+        return make_error(errc::kOutOfRange, "`" + name + "` = " + format_double(x) + " is below min " +
                                                format_double(p.min_float));
       }
       if (x > p.max_float) {
-        return make_error("out_of_bounds", "`" + field(p.name) + "` = " + format_double(x) + " is above max " +
+        return make_error(errc::kOutOfRange, "`" + name + "` = " + format_double(x) + " is above max " +
                                                format_double(p.max_float));
       }
       out.value = x;
       return out;
     }
     case ParamKind::Bool:
-      if (!v.is_boolean()) return type_error(p, v, "true or false");
+      if (!v.is_boolean()) return type_error(name, v, "true or false");
       out.value = v.get<bool>();
       return out;
     case ParamKind::Enum: {
-      if (!v.is_string()) return type_error(p, v, "a JSON string");
+      if (!v.is_string()) return type_error(name, v, "a JSON string");
       std::string s = v.get<std::string>();
       for (const auto& allowed : p.values) {
         if (allowed == s) {
@@ -83,35 +87,33 @@ Result<ParamValue> check_value(const ParamSpec& p, const json& v) {
       }
       std::string list;
       for (const auto& allowed : p.values) list += (list.empty() ? "" : ", ") + allowed;
-      return make_error("bad_value", "`" + field(p.name) + "` = " + json_excerpt(v) + " is not one of: " + list);
+      return make_error(errc::kBadValue, "`" + name + "` = " + json_excerpt(v) + " is not one of: " + list);
     }
     case ParamKind::String: {
-      if (!v.is_string()) return type_error(p, v, "a JSON string");
+      if (!v.is_string()) return type_error(name, v, "a JSON string");
       std::string s = v.get<std::string>();
       if (s.size() > p.max_length) {
-        return make_error("out_of_bounds", "`" + field(p.name) + "` = " + json_excerpt(v) + " is " +
+        return make_error(errc::kOutOfRange, "`" + name + "` = " + json_excerpt(v) + " is " +
                                                std::to_string(s.size()) + " bytes, above max_length " +
                                                std::to_string(p.max_length));
       }
       if (s.find('\0') != std::string::npos) {
-        return make_error("bad_value", "`" + field(p.name) + "` = " + json_excerpt(v) + " contains a NUL byte");
+        return make_error(errc::kBadValue, "`" + name + "` = " + json_excerpt(v) + " contains a NUL byte");
       }
       auto matched = p.regex->full_match(s);
       if (!matched.ok()) {
-        return make_error("bad_value", "`" + field(p.name) + "` = " + json_excerpt(v) + ": " + matched.error().message);
+        return make_error(errc::kBadValue, "`" + name + "` = " + json_excerpt(v) + ": " + matched.error().message);
       }
       if (!matched.value()) {
-        return make_error("bad_value", "`" + field(p.name) + "` = " + json_excerpt(v) + " does not match pattern " +
+        return make_error(errc::kBadValue, "`" + name + "` = " + json_excerpt(v) + " does not match pattern " +
                                            p.pattern);
       }
       out.value = std::move(s);
       return out;
     }
   }
-  return make_error("bad_value", "`" + field(p.name) + "`: unknown kind");
+  return make_error(errc::kBadValue, "`" + name + "`: unknown kind");
 }
-
-}  // namespace
 
 const char* to_string(ParamKind kind) {
   switch (kind) {
@@ -197,14 +199,14 @@ Result<ResolvedParams> validate_params(const PresetSpec& preset, const nlohmann:
       if (p.required) {
         return make_error("missing_param", "`" + field(p.name) + "` is required by preset " + preset.name);
       }
-      KAKEYA_ASSIGN_OR_RETURN(ParamValue dv, check_value(p, p.default_value));
+      KAKEYA_ASSIGN_OR_RETURN(ParamValue dv, validate_param_value(p, p.default_value, field(p.name)));
       out.values.emplace(p.name, std::move(dv));
       continue;
     }
     if (it->is_null()) {
       return make_error("bad_type", "`" + field(p.name) + "` is null; omit it to use the default");
     }
-    KAKEYA_ASSIGN_OR_RETURN(ParamValue v, check_value(p, *it));
+    KAKEYA_ASSIGN_OR_RETURN(ParamValue v, validate_param_value(p, *it, field(p.name)));
     out.values.emplace(p.name, std::move(v));
   }
   return out;

@@ -230,14 +230,16 @@ TEST(Catalog, BoundsConsistent) {
 }
 
 TEST(Catalog, DefaultsWithinBounds) {
-  expect_load_error(demo_with("default: 16", "default: 5000"), {"cat.yaml:9:", "default 5000", "[1, 4096]"});
+  expect_load_error(demo_with("default: 16", "default: 5000"), {"cat.yaml:9:", "`default` = 5000", "max 4096"});
   expect_load_error(demo_with("default: 16", "default: \"16\""), {"steps", "default", "integer"});
   expect_load_error(demo_with("default: 16", "default: 16.0"), {"steps", "integer"});
-  expect_load_error(demo_with("default: 0.5", "default: 2.5"), {"temp", "default 2.5"});
+  expect_load_error(demo_with("default: 0.5", "default: 2.5"), {"temp", "`default` = 2.5"});
   expect_load_error(demo_with("default: fast", "default: slow"), {"\"slow\"", "not one of"});
   expect_load_error(demo_with("default: true", "default: yes"), {"greedy", "true or false"});
   expect_load_error(demo_with("required: true", "default: \"ABC\""), {"does not match pattern"});
   expect_load_error(demo_with("required: true", "default: \"aaaaaaaaaaaaaaa\""), {"max_length"});
+  // The request-time check itself: a default that validate_params would refuse cannot load.
+  expect_load_error(demo_with("required: true", "default: \"a\\0b\""), {"prompt", "`default`", "NUL"});
 }
 
 TEST(Catalog, DefaultXorRequired) {
@@ -317,13 +319,13 @@ TEST(Params, IntStrictTyping) {
 TEST(Params, IntBoundsNamed) {
   json p = good_params();
   p["steps"] = 0;
-  expect_param_error(p, "out_of_bounds", {"params.steps", "= 0", "min 1"});
+  expect_param_error(p, "out_of_range", {"params.steps", "= 0", "min 1"});
   p["steps"] = 4097;
-  expect_param_error(p, "out_of_bounds", {"params.steps", "4097", "max 4096"});
+  expect_param_error(p, "out_of_range", {"params.steps", "4097", "max 4096"});
   p["steps"] = json::parse("18446744073709551615");
-  expect_param_error(p, "out_of_bounds", {"params.steps", "18446744073709551615"});
+  expect_param_error(p, "out_of_range", {"params.steps", "18446744073709551615"});
   p["steps"] = -9223372036854775807LL;
-  expect_param_error(p, "out_of_bounds", {"params.steps", "min 1"});
+  expect_param_error(p, "out_of_range", {"params.steps", "min 1"});
 }
 
 TEST(Params, FloatTypingAndBounds) {
@@ -333,9 +335,9 @@ TEST(Params, FloatTypingAndBounds) {
   p["temp"] = false;
   expect_param_error(p, "bad_type", {"params.temp", "false"});
   p["temp"] = 2.5;
-  expect_param_error(p, "out_of_bounds", {"params.temp", "2.5", "max 2"});
+  expect_param_error(p, "out_of_range", {"params.temp", "2.5", "max 2"});
   p["temp"] = -0.1;
-  expect_param_error(p, "out_of_bounds", {"params.temp", "-0.1", "min 0"});
+  expect_param_error(p, "out_of_range", {"params.temp", "-0.1", "min 0"});
 }
 
 TEST(Params, BoolAndEnum) {
@@ -356,7 +358,7 @@ TEST(Params, StringPatternLengthNul) {
   json p = {{"prompt", "UPPER"}};
   expect_param_error(p, "bad_value", {"params.prompt", "\"UPPER\"", "pattern"});
   p = {{"prompt", "abcdefghijk"}};
-  expect_param_error(p, "out_of_bounds", {"params.prompt", "11 bytes", "max_length 10"});
+  expect_param_error(p, "out_of_range", {"params.prompt", "11 bytes", "max_length 10"});
   p = {{"prompt", std::string("ab\0cd", 5)}};
   expect_param_error(p, "bad_value", {"params.prompt", "NUL"});
   p = {{"prompt", 5}};
