@@ -21,7 +21,7 @@ if [ "${KAKEYA_SKIP_SANITIZE:-0}" != 1 ]; then
 fi
 
 if [ -x "$root/tests/fuzz/run.sh" ] && [ "${KAKEYA_SKIP_FUZZ:-0}" != 1 ]; then
-  echo "== fuzz the GGUF reader (short run)"
+  echo "== fuzz the GGUF reader and the YAML readers (short runs)"
   FUZZ_SECONDS="${KAKEYA_FUZZ_SECONDS:-60}" bash "$root/tests/fuzz/run.sh"
 fi
 echo "== all tests passed"
