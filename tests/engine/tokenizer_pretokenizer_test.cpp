@@ -218,7 +218,7 @@ SplitCheck check_split(const std::string& pre, const std::string& vocab) {
 
 #define SKIP_WITHOUT_VECTORS(vocab)                                                                   \
   do {                                                                                                \
-    for (const std::string f : {tokenizer_testing::bpe_vocab(vocab).string() + ".out",                \
+    for (const std::string& f : {tokenizer_testing::bpe_vocab(vocab).string() + ".out",                \
                                 tokenizer_testing::bpe_vocab("gpt-2").string()}) {                    \
       const std::string why = kakeya::testing::shared_dir_missing(f);                                 \
       if (!why.empty()) GTEST_SKIP() << why;                                                          \
