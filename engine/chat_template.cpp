@@ -187,16 +187,19 @@ Result<ChatTemplate> detect_chat_template(std::string_view tmpl) {
   const std::string shown = tmpl.size() > 80 ? std::string(tmpl.substr(0, 80)) + "…" : std::string(tmpl);
   return make_error("unknown_chat_template",
                     "chat template \"" + shown + "\" (" + std::to_string(tmpl.size()) +
-                        " bytes) is not one llama.cpp's built-in formatter recognises; name a format instead (" +
-                        supported_names() + ")");
+                        " bytes) is not one llama.cpp's built-in formatter recognises; "
+                        "name a format instead (" + supported_names() + ")");
 }
 
-Result<std::string> format_chat(ChatTemplate family, const std::vector<ChatMessage>& messages, bool add_assistant) {
+Result<std::string> format_chat(ChatTemplate family, const std::vector<ChatMessage>& messages,
+                                bool add_assistant) {
   using T = ChatTemplate;
   std::ostringstream ss;
   switch (family) {
     case T::kChatml:
-      for (const ChatMessage& m : messages) ss << "<|im_start|>" << m.role << "\n" << m.content << "<|im_end|>\n";
+      for (const ChatMessage& m : messages) {
+        ss << "<|im_start|>" << m.role << "\n" << m.content << "<|im_end|>\n";
+      }
       if (add_assistant) ss << "<|im_start|>assistant\n";
       break;
     case T::kLlama3:
@@ -265,8 +268,8 @@ Result<std::string> apply_chat_template(std::string_view tmpl, const std::vector
 
 Result<std::string> chat_template_from_gguf(const GgufFile& gguf) {
   if (!gguf.has("tokenizer.chat_template")) {
-    return make_error("no_chat_template", "GGUF has no tokenizer.chat_template; name a chat format instead (" +
-                                              supported_names() + ")");
+    return make_error("no_chat_template",
+                      "GGUF has no tokenizer.chat_template; name a chat format instead (" + supported_names() + ")");
   }
   return gguf.get_string("tokenizer.chat_template");
 }

@@ -82,7 +82,8 @@ Result<ChatTemplate> detect_chat_template(std::string_view tmpl);
 // the assistant's turn where the format has one (ChatML, Llama-3, Gemma, Phi-3; Llama-2 and
 // Mistral prompts end in "[/INST]" either way). Errors: "unsupported_chat_template" naming the
 // family and listing the supported ones.
-Result<std::string> format_chat(ChatTemplate family, const std::vector<ChatMessage>& messages, bool add_assistant);
+Result<std::string> format_chat(ChatTemplate family, const std::vector<ChatMessage>& messages,
+                                bool add_assistant);
 
 // detect_chat_template + format_chat: (template, messages, add_assistant) → prompt text.
 Result<std::string> apply_chat_template(std::string_view tmpl, const std::vector<ChatMessage>& messages,

@@ -59,7 +59,8 @@ Result<Tokenizer> Tokenizer::from_gguf(const GgufFile& gguf) {
   const bool bpe = spec.kind == VocabKind::kBpe;
   if (bpe) {
     if (!gguf.has("tokenizer.ggml.merges")) {
-      return make_error("bad_vocab", "tokenizer.ggml.model is \"gpt2\" but the GGUF has no tokenizer.ggml.merges");
+      return make_error("bad_vocab",
+                        "tokenizer.ggml.model is \"gpt2\" but the GGUF has no tokenizer.ggml.merges");
     }
     KAKEYA_ASSIGN_OR_RETURN(spec.merges, gguf.get_string_array("tokenizer.ggml.merges"));
     if (gguf.has("tokenizer.ggml.pre")) {

@@ -92,7 +92,8 @@ TEST(TokenizerSpecial, Phi3NamesGiveSpecialTokensRstrip) {
             (std::vector<int32_t>{eot, space, space, byte_id('x')}));
   spec.model_name = "Llama";
   const Tokenizer other = make(spec);
-  EXPECT_EQ(other.tokenize("<|end|>\nx", false, true), (std::vector<int32_t>{end, space, byte_id('\n'), byte_id('x')}));
+  EXPECT_EQ(other.tokenize("<|end|>\nx", false, true),
+            (std::vector<int32_t>{end, space, byte_id('\n'), byte_id('x')}));
 }
 
 TEST(TokenizerSpecial, EndOfGenerationSet) {

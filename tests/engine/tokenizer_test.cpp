@@ -1,6 +1,7 @@
 // Tokenizer against llama.cpp's Llama-2 SPM vectors, the stories260K reference prompt and the
-// niah-tiny golden prompts (../shared/reference/tokenizer/README.md, read from the shared folder and never copied into the
-// repository; those tests skip when it is absent), and models/niah-tiny.md.
+// niah-tiny golden prompts (../shared/reference/tokenizer/README.md, read from the shared folder
+// and never copied into the repository; those tests skip when it is absent), and
+// models/niah-tiny.md.
 #include "engine/tokenizer.h"
 
 #include <gtest/gtest.h>
