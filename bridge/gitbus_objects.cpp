@@ -4,10 +4,12 @@
 #include <git2.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 
 #include "bridge/git_util.h"
 #include "bridge/gitbus.h"
+#include "bridge/utf8.h"
 
 namespace kakeya::bridge {
 namespace {
@@ -21,7 +23,7 @@ Result<std::vector<std::string>> split_path(const std::string& path) {
     size_t slash = path.find('/', start);
     std::string part = path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
     if (part.empty() || part == "." || part == ".." || part == ".git") {
-      return make_error("bad_path", "path '" + path + "' has an empty, '.', '..' or '.git' component");
+      return make_error("bad_path", "path '" + printable(path) + "' has an empty, '.', '..' or '.git' component");
     }
     parts.push_back(std::move(part));
     if (slash == std::string::npos) break;
@@ -120,7 +122,8 @@ struct WalkState {
 
 int collect_blob(const char* root, const git_tree_entry* entry, void* payload) {
   auto* st = static_cast<WalkState*>(payload);
-  if (git_tree_entry_type(entry) == GIT_OBJECT_BLOB) {
+  const unsigned mode = git_tree_entry_filemode_raw(entry);
+  if (mode == GIT_FILEMODE_BLOB || mode == GIT_FILEMODE_BLOB_EXECUTABLE) {
     st->out->push_back(st->dir_prefix + root + git_tree_entry_name(entry));
   }
   return 0;
@@ -162,27 +165,117 @@ Status copy_tree(git_repository* src_repo, git_odb* src, git_odb* dst, const git
   return copy_object(src, dst, id);
 }
 
-}  // namespace
 
-Result<std::optional<std::string>> GitBus::read_file(const std::string& commit_oid, const std::string& path) {
-  KAKEYA_ASSIGN_OR_RETURN(std::vector<std::string> parts, split_path(path));
-  (void)parts;
-  KAKEYA_ASSIGN_OR_RETURN(git::Tree tree, commit_tree(repo_.get(), commit_oid, "commit_oid"));
-  git_tree_entry* raw = nullptr;
-  int rc = git_tree_entry_bypath(&raw, tree.get(), path.c_str());
-  if (rc == GIT_ENOTFOUND) return std::optional<std::string>();
-  if (rc != 0) return git::last_error("repository", "look up '" + path + "' in " + commit_oid);
-  git::TreeEntry entry(raw);
-  if (git_tree_entry_type(entry.get()) != GIT_OBJECT_BLOB) {
-    return make_error("bad_path", "'" + path + "' in commit " + commit_oid + " is not a file");
+std::string short_oid(const std::string& hex) { return hex.substr(0, 12); }
+
+// What a tree entry's mode makes it, for messages: "a regular file (mode 100644)", "a symlink
+// (mode 120000)", "a submodule (gitlink, mode 160000)", "a directory (mode 040000)", or "an
+// entry with the non-standard mode 100664".
+std::string describe_mode(unsigned mode) {
+  char octal[16];
+  std::snprintf(octal, sizeof octal, "%06o", mode);
+  switch (mode) {
+    case GIT_FILEMODE_BLOB:
+    case GIT_FILEMODE_BLOB_EXECUTABLE:
+      return std::string("a regular file (mode ") + octal + ")";
+    case GIT_FILEMODE_TREE:
+      return std::string("a directory (mode ") + octal + ")";
+    case GIT_FILEMODE_LINK:
+      return std::string("a symlink (mode ") + octal + ")";
+    case GIT_FILEMODE_COMMIT:
+      return std::string("a submodule (gitlink, mode ") + octal + ")";
+    default:
+      return std::string("an entry with the non-standard mode ") + octal;
+  }
+}
+
+// The entry named `name` in `tree`, nullptr when absent. Trees written by git hold each name
+// once, sorted; a hand-made tree may repeat a name (and then a checkout and a lookup can disagree
+// on which one counts), so every entry is compared and a repeated name is `bad_path`.
+Result<const git_tree_entry*> find_unique_entry(const git_tree* tree, const std::string& name,
+                                                const std::string& shown, const std::string& commit_oid) {
+  const git_tree_entry* found = nullptr;
+  const std::size_t n = git_tree_entrycount(tree);
+  for (std::size_t i = 0; i < n; ++i) {
+    const git_tree_entry* e = git_tree_entry_byindex(tree, i);
+    if (name != git_tree_entry_name(e)) continue;
+    if (found != nullptr) {
+      return make_error("bad_path", "'" + printable(shown) + "' appears more than once in its tree in commit " +
+                                        short_oid(commit_oid));
+    }
+    found = e;
+  }
+  return found;
+}
+
+// The blob `id` (named `shown` in messages) if its size, read from the object header, is at most
+// `max_bytes`.
+Result<std::optional<std::string>> read_blob_bounded(git_repository* repo, const git_oid& id, const std::string& shown,
+                                                     std::size_t max_bytes) {
+  git_odb* odb_raw = nullptr;
+  if (git_repository_odb(&odb_raw, repo) != 0) return git::last_error("repository", "cache odb");
+  git::Odb odb(odb_raw);
+  std::size_t size = 0;
+  git_object_t type = GIT_OBJECT_INVALID;
+  if (git_odb_read_header(&size, &type, odb.get(), &id) != 0) {
+    return git::last_error("not_fetched", "blob '" + printable(shown) + "' (" + git::to_hex(id) + ")");
+  }
+  if (type != GIT_OBJECT_BLOB) {
+    return make_error("bad_path", "'" + printable(shown) + "' names a " + git_object_type2string(type) +
+                                      " object, not a blob");
+  }
+  if (size > max_bytes) {
+    return make_error("too_large", "'" + printable(shown) + "' is " + std::to_string(size) +
+                                       " bytes, more than the limit of " + std::to_string(max_bytes));
   }
   git_blob* blob = nullptr;
-  if (git_blob_lookup(&blob, repo_.get(), git_tree_entry_id(entry.get())) != 0) {
-    return git::last_error("not_fetched", "blob '" + path + "' of " + commit_oid);
-  }
-  std::string content(static_cast<const char*>(git_blob_rawcontent(blob)), static_cast<size_t>(git_blob_rawsize(blob)));
+  if (git_blob_lookup(&blob, repo, &id) != 0) return git::last_error("not_fetched", "blob '" + printable(shown) + "'");
+  std::string content(static_cast<const char*>(git_blob_rawcontent(blob)), static_cast<std::size_t>(git_blob_rawsize(blob)));
   git_blob_free(blob);
   return std::optional<std::string>(std::move(content));
+}
+
+}  // namespace
+
+Status GitBus::check_commit(const std::string& commit_oid) {
+  KAKEYA_ASSIGN_OR_RETURN(git::Tree root, commit_tree(repo_.get(), commit_oid, "commit_oid"));
+  (void)root;
+  return ok_status();
+}
+
+Result<std::optional<std::string>> GitBus::read_file(const std::string& commit_oid, const std::string& path,
+                                                     std::size_t max_bytes) {
+  KAKEYA_ASSIGN_OR_RETURN(std::vector<std::string> parts, split_path(path));
+  KAKEYA_ASSIGN_OR_RETURN(git::Tree root, commit_tree(repo_.get(), commit_oid, "commit_oid"));
+  git::Tree sub;  // owns the current tree below the root
+  const git_tree* tree = root.get();
+  std::string shown;  // the path walked so far, for messages
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    shown += (i == 0 ? "" : "/") + parts[i];
+    KAKEYA_ASSIGN_OR_RETURN(const git_tree_entry* e, find_unique_entry(tree, parts[i], shown, commit_oid));
+    if (e == nullptr) return std::optional<std::string>();
+    const unsigned mode = git_tree_entry_filemode_raw(e);
+    if (i + 1 < parts.size()) {
+      if (mode != GIT_FILEMODE_TREE) {
+        return make_error("bad_path", "'" + printable(shown) + "' in commit " + short_oid(commit_oid) + " is " +
+                                          describe_mode(mode) + ", not a directory (reading '" + printable(path) + "')");
+      }
+      git_tree* t = nullptr;
+      if (git_tree_lookup(&t, repo_.get(), git_tree_entry_id(e)) != 0) {
+        return git::last_error("bad_path", "'" + printable(shown) + "' (mode 040000) in commit " +
+                                               short_oid(commit_oid) + " is not a readable tree");
+      }
+      sub.reset(t);
+      tree = sub.get();
+      continue;
+    }
+    if (mode != GIT_FILEMODE_BLOB && mode != GIT_FILEMODE_BLOB_EXECUTABLE) {
+      return make_error("bad_path", "'" + printable(shown) + "' in commit " + short_oid(commit_oid) + " is " +
+                                        describe_mode(mode) + ", not a regular file (mode 100644 or 100755)");
+    }
+    return read_blob_bounded(repo_.get(), *git_tree_entry_id(e), shown, max_bytes);
+  }
+  return std::optional<std::string>();  // unreachable: split_path returns at least one part
 }
 
 Result<std::vector<std::string>> GitBus::list_dir(const std::string& commit_oid, const std::string& dir) {
