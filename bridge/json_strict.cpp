@@ -178,10 +178,11 @@ class StrictSax {
   bool open(json container) {
     if (frames_.size() >= kJsonMaxDepth) {
       std::size_t end = *consumed_ == 0 ? 0 : *consumed_ - 1;
+      const std::string path = current_path();
       return fail("too_deep",
                   "JSON nested deeper than " + std::to_string(kJsonMaxDepth) + " levels at " +
-                      line_col(text_, end),
-                  current_path());
+                      line_col(text_, end) + " (in `" + path + "`)",
+                  path);
     }
     std::string path;
     json* node = put_with_path(std::move(container), &path);
