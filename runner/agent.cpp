@@ -147,6 +147,10 @@ void Agent::publish_terminal_without_run(const BranchView& view, RunState state,
   bridge::RunStatus st = view.status.value_or(bridge::RunStatus{});
   st.state = state;
   st.reason = line;
+  // Carried over from a status someone else wrote: bounded, so the receipt stays far below
+  // kMaxStatusBytes whatever that status held (an oversized receipt would read as malformed).
+  st.progress = nullptr;
+  st.log_tail = std::string(bridge::utf8_tail(st.log_tail, kMaxReasonBytes));
   st.runner_id = cfg_.runner_id;
   st.labels = cfg_.labels;
   st.claim_gen = claim_gen;

@@ -17,7 +17,9 @@
 //
 // Guarantees (fuzzed in tests/fuzz/redact_fuzz.cpp): the output is well-formed UTF-8 and every
 // call of the sink receives whole characters; between two "[REDACTED]" markers no secret of at
-// least kMinSecretLen bytes occurs.
+// least kMinSecretLen bytes that is well-formed UTF-8 occurs. A secret that is not (it holds bytes
+// no text has) is redacted wherever the job wrote it, but an escape may spell some of its bytes
+// next to a character the job wrote: `\xff` after "\xe2\x82\xac" holds the bytes 82 AC 5C 78.
 #include <functional>
 #include <string>
 #include <string_view>
