@@ -99,6 +99,20 @@ TEST_F(GitBusRead, LeadingComponentMustBeADirectory) {
   expect_bad_path(commit_with_kakeya({{"100644", "run", blob_}}), ".kakeya/run/status.json", "'.kakeya/run'");
 }
 
+TEST_F(GitBusRead, ModesAreReadWithGitsRules) {
+  // libgit2 reads "+40000" as a directory; git's tree walker calls the tree malformed.
+  const git_oid kakeya = testing::write_raw_tree(odb_->odb, {{"100644", "request.json", blob_}});
+  expect_bad_path(commit_with_root({{"+40000", ".kakeya", kakeya}}), ".kakeya/request.json", "not a well-formed tree");
+  expect_bad_path(commit_with_root({{"+40000", ".kakeya", kakeya}}), ".kakeya/request.json", "the root tree");
+  // A zero-padded mode (old git wrote them) is still a directory.
+  auto padded = bus_->read_file(commit_with_root({{"040000", ".kakeya", kakeya}}), ".kakeya/request.json");
+  ASSERT_TRUE(padded.ok()) << padded.error().str();
+  EXPECT_TRUE(padded->has_value());
+  // A mode libgit2 cannot parse at all (above 0177777) is named, not a failed read.
+  expect_bad_path(commit_with_kakeya({{"1100644", "request.json", blob_}}), ".kakeya/request.json",
+                  "non-standard mode 1100644");
+}
+
 TEST_F(GitBusRead, RepeatedNameIsAmbiguous) {
   const git_oid other = testing::write_raw_blob(odb_->odb, "{}");
   expect_bad_path(commit_with_kakeya({{"100644", "request.json", blob_}, {"100644", "request.json", other}}),
