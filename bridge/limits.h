@@ -16,6 +16,11 @@ inline constexpr std::size_t kMaxStatusBytes = 64 * 1024;
 // .kakeya/run/cancel.json: requested_by, created_at and a one-line reason.
 inline constexpr std::size_t kMaxCancelBytes = 16 * 1024;
 
+// Runner-written files that clients read (a forged one is just as possible): summary.json lists
+// argv, outputs and log counts; runner.json (kakeya/runners/<id>) a few fields.
+inline constexpr std::size_t kMaxSummaryBytes = 1024 * 1024;
+inline constexpr std::size_t kMaxRunnerDocBytes = 64 * 1024;
+
 // A request branch's name without refs/heads/, in bytes (fits one file name: NAME_MAX).
 inline constexpr std::size_t kMaxBranchNameBytes = 255;
 

@@ -486,6 +486,16 @@ Result<PollStats> Agent::poll_once() {
   return stats;
 }
 
+Result<PollStats> Agent::poll_guarded() {
+  try {
+    return poll_once();
+  } catch (const std::exception& e) {
+    return make_error("internal", "poll failed with an exception: " + bridge::printable(e.what(), 512));
+  } catch (...) {
+    return make_error("internal", "poll failed with an unknown exception");
+  }
+}
+
 std::chrono::duration<double> Agent::next_poll_delay(bool had_error) {
   static thread_local std::mt19937 rng(std::random_device{}());
   consecutive_errors_ = had_error ? consecutive_errors_ + 1 : 0;
@@ -528,7 +538,7 @@ Status Agent::run_daemon(const std::atomic<int>& stop) {
   spdlog::info("runner {} serving {} (patterns: {}), max_jobs {}", cfg_.runner_id, bridge::redact_url(cfg_.remote_url),
                fmt::join(cfg_.branch_patterns, ", "), cfg_.max_jobs);
   while (stop.load() == 0) {
-    auto stats = poll_once();
+    auto stats = poll_guarded();
     if (!stats.ok()) spdlog::warn("poll failed: {}", stats.error().str());
     const auto delay = next_poll_delay(!stats.ok());
     const auto until = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(delay);
@@ -560,7 +570,7 @@ Status Agent::run_once(double max_seconds, const std::atomic<int>& stop) {
   const auto deadline = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
                                                 std::chrono::duration<double>(max_seconds));
   while (stop.load() == 0) {
-    KAKEYA_ASSIGN_OR_RETURN(auto stats, poll_once());
+    KAKEYA_ASSIGN_OR_RETURN(auto stats, poll_guarded());
     if (stats.started == 0 && stats.pending == 0 && active_jobs() == 0) break;
     if (clock_type::now() >= deadline) {
       cancel_all("runner once: deadline reached");

@@ -49,6 +49,9 @@ class Agent {
 
   Status init();                     // opens the bus and the work dirs
   Result<PollStats> poll_once();     // one discovery pass (non-blocking: jobs run in threads)
+  // poll_once behind an exception wall (error `internal`): what run_daemon and run_once call, so
+  // nothing thrown while polling ends the runner; the loop backs off as for any poll error.
+  Result<PollStats> poll_guarded();
 
   // Serve until `stop` says so. 1 = drain (stop claiming, finish jobs), 2 = cancel running jobs.
   Status run_daemon(const std::atomic<int>& stop);

@@ -421,6 +421,18 @@ TEST_F(HostileBus, MalformedBranchesAreRejectedAndNeverStopTheRunner) {
   for (const auto& n : world_.ledger_nonces()) ran.insert(n);
   EXPECT_EQ(ran, (std::multiset<std::string>{"v01-plain", "v02-dash", "v03-exec", "v04-limit"}));
 
+  // The client lists the same branches: its output is well-formed too, names escaped.
+  const CmdResult list = world_.kakeya({"list"});
+  EXPECT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_TRUE(bridge::is_valid_utf8(list.out + list.err));
+  EXPECT_NE(list.out.find("kakeya/req/\\xff\\xfe/test-job-p03-ff"), std::string::npos) << list.out;
+  const CmdResult list_json = world_.kakeya({"list", "--json"});
+  EXPECT_EQ(list_json.exit_code, 0) << list_json.err;
+  EXPECT_TRUE(bridge::is_valid_utf8(list_json.out));
+  const json listed = json::parse(list_json.out, nullptr, false);
+  ASSERT_TRUE(listed.is_array()) << list_json.out;
+  EXPECT_GE(listed.size(), expect_.size());
+
   // Restart over the same branches: the new process leaves every finished branch alone.
   const auto before = request_tips(world_);
   runner->signal(SIGTERM);
