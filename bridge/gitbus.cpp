@@ -179,9 +179,9 @@ Result<std::vector<RemoteRef>> GitBus::ls_remote(std::string_view prefix, Advert
     if (r.name == "HEAD" || r.name.ends_with("^{}")) continue;
     if (r.name.compare(0, prefix.size(), prefix) != 0) continue;
     ++st.advertised;
-    if (r.name.size() > kMaxRefNameBytes) {
+    if (r.name.size() > opts_.max_ref_name_bytes) {
       ++st.long_names;
-    } else if (out.size() >= kMaxAdvertisedRefs) {
+    } else if (out.size() >= opts_.max_advertised_refs) {
       ++st.over_count;
     } else {
       out.push_back(std::move(r));

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "bridge/credentials.h"
+#include "bridge/limits.h"
 #include "bridge/result.h"
 
 struct git_repository;
@@ -41,8 +42,8 @@ struct RemoteRef {
 // What ls_remote left out of one advertisement (bridge/limits.h).
 struct AdvertisementStats {
   std::size_t advertised = 0;        // refs matching the prefix before the limits
-  std::size_t long_names = 0;        // left out: name longer than kMaxRefNameBytes
-  std::size_t over_count = 0;        // left out: beyond the first kMaxAdvertisedRefs
+  std::size_t long_names = 0;        // left out: name longer than max_ref_name_bytes
+  std::size_t over_count = 0;        // left out: beyond the first max_advertised_refs
 };
 
 struct CommitAuthor {
@@ -64,6 +65,9 @@ enum class PushOutcome { Won, Lost };
 struct GitBusOptions {
   int max_auth_attempts = 2;  // credential callback invocations per operation before `auth_failed`
   int op_timeout_s = 60;      // wall-clock budget of each network operation, seconds
+  // Advertisement limits of ls_remote (bridge/limits.h; smaller values for tests).
+  std::size_t max_ref_name_bytes = kMaxRefNameBytes;
+  std::size_t max_advertised_refs = kMaxAdvertisedRefs;
 };
 
 // REQUIRES: external synchronization (one thread at a time per instance). Movable, not copyable;
@@ -84,9 +88,9 @@ class GitBus {
 
   // One advertisement (connect for fetch + git_remote_ls). Returns refs whose full name starts with
   // `prefix` (peeled "^{}" entries and HEAD excluded), in advertisement order. Limits
-  // (bridge/limits.h), applied before anything else looks at the names: a ref name longer than
-  // kMaxRefNameBytes is left out, and at most kMaxAdvertisedRefs refs are returned (the first
-  // ones); `stats`, when given, says how many were left out and why.
+  // (GitBusOptions, bridge/limits.h), applied before anything else looks at the names: a ref name
+  // longer than max_ref_name_bytes is left out, and at most max_advertised_refs refs are returned
+  // (the first ones); `stats`, when given, says how many were left out and why.
   Result<std::vector<RemoteRef>> ls_remote(std::string_view prefix = "refs/heads/", AdvertisementStats* stats = nullptr);
 
   // Fetches the given full ref names (refs/heads/...) with explicit refspecs

@@ -218,6 +218,17 @@ void tree_shapes(HostileBus& t, Forge& f) {
            "'.kakeya/run'");
 }
 
+// A 64-byte nonce (the longest allowed) starting with `tag`.
+std::string long_nonce(const std::string& tag) { return tag + std::string(64 - tag.size(), 'x'); }
+
+// kakeya/req/<a*100>/<b*k>/test-job-<nonce>, `size` bytes long; segments, namespace (<= 200
+// bytes) and nonce stay within their own rules, so only the length can be wrong.
+std::string long_branch(const std::string& nonce, std::size_t size) {
+  const std::string head = "kakeya/req/" + std::string(100, 'a') + "/";
+  const std::string tail = "/test-job-" + nonce;
+  return head + std::string(size - head.size() - tail.size(), 'b') + tail;
+}
+
 void content_classes(HostileBus& t) {
   // Ill-formed UTF-8 in every string field (raw bytes in the file).
   const std::vector<std::pair<std::string, std::string>> fields = {
@@ -279,9 +290,9 @@ void content_classes(HostileBus& t) {
            "kakeya/req/\\xff\\xfe/test-job-p03-ff");
   t.branch("kakeya/req/\xed\xa0\x80/test-job-p04-sur", t.commit_of({t.request_entry(request_text("p04-sur"))}),
            "rejected", "\\xed\\xa0\\x80");
-  const std::string long_name = "kakeya/req/" + std::string(200, 'a') + "/test-job-p05-long" + std::string(40, 'b');
-  t.branch(long_name, t.commit_of({t.request_entry(request_text("p05-long"))}), "rejected",
-           "more than the limit of " + std::to_string(bridge::kMaxBranchNameBytes));
+  t.branch(long_branch(long_nonce("p05-long"), bridge::kMaxBranchNameBytes + 1),
+           t.commit_of({t.request_entry(request_text(long_nonce("p05-long")))}), "rejected",
+           "256 bytes, more than the limit of " + std::to_string(bridge::kMaxBranchNameBytes));
   t.branch("kakeya/req/test-job-p06-\xc3\xa9t\xc3\xa9", t.commit_of({t.request_entry(request_text("p06-x"))}),
            "rejected", "test-job-p06-\xc3\xa9t\xc3\xa9");
 }
@@ -300,6 +311,10 @@ void valid_requests(HostileBus& t, Forge& f, int part) {
   t.branch("kakeya/req/test-bytes-v05-bytes",
            t.commit_of({t.request_entry(request_text("v05-bytes", "test-bytes", R"({"hex": "c0af41ff42eda08043e282ac"})"))}),
            "succeeded", "");
+  // A branch name of exactly the limit.
+  const std::string at_limit_name = long_branch(long_nonce("v07-limit"), bridge::kMaxBranchNameBytes);
+  EXPECT_EQ(at_limit_name.size(), bridge::kMaxBranchNameBytes);
+  t.branch(at_limit_name, t.commit_of({t.request_entry(request_text(long_nonce("v07-limit")))}), "succeeded", "");
   const std::string cancel = R"({"requested_by": "alice", "created_at": ")" + kCreated + R"(", "reason": "changed my mind"})";
   t.request("v06-cancel", request_text("v06-cancel"), "cancelled", "changed my mind",
             {{"100644", f.blob(cancel), "cancel.json"}});
@@ -419,7 +434,7 @@ TEST_F(HostileBus, MalformedBranchesAreRejectedAndNeverStopTheRunner) {
   // Only the valid test-job requests ran (the symlinked request.json, a valid manifest, did not).
   std::multiset<std::string> ran;
   for (const auto& n : world_.ledger_nonces()) ran.insert(n);
-  EXPECT_EQ(ran, (std::multiset<std::string>{"v01-plain", "v02-dash", "v03-exec", "v04-limit"}));
+  EXPECT_EQ(ran, (std::multiset<std::string>{"v01-plain", "v02-dash", "v03-exec", "v04-limit", long_nonce("v07-limit")}));
 
   // The client lists the same branches: its output is well-formed too, names escaped.
   const CmdResult list = world_.kakeya({"list"});
@@ -460,6 +475,46 @@ TEST_F(HostileBus, MalformedBranchesAreRejectedAndNeverStopTheRunner) {
     EXPECT_NE(text.find("\\xff\\xfe"), std::string::npos) << "the \\xff\\xfe branch is not logged escaped";
   }
   git_libgit2_shutdown();
+}
+
+int count_lines_with(const std::string& text, const std::string& needle) {
+  int n = 0;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) n += line.find(needle) != std::string::npos ? 1 : 0;
+  return n;
+}
+
+TEST_F(HostileBus, AReceiptThatCannotBePushedIsRetriedWithBackOffNotReRead) {
+  // The server refuses every update of an existing branch (a pre-receive hook): the branch can be
+  // created, but the runner's rejection receipt cannot be pushed.
+  const fs::path hook = world_.dir() / "srv" / "bus.git" / "hooks" / "pre-receive";
+  std::ofstream(hook) << "#!/bin/sh\n"
+                         "while read old new ref; do\n"
+                         "  [ \"$old\" = 0000000000000000000000000000000000000000 ] || { echo refused >&2; exit 1; }\n"
+                         "done\n";
+  fs::permissions(hook, fs::perms::owner_all);
+  auto runner = world_.start_runner("r1");
+  const std::string branch = "kakeya/req/test-job-b01-blocked";
+  forge_.add(branch, commit_of({request_entry(request_text("b01-blocked"), "120000")}));
+  forge_.push();
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(5500));  // ~27 polls at 0.2 s
+  const std::string log = runner->log();
+  // Read and judged once; the receipt retried after 1, 2, 4 s (never every poll).
+  EXPECT_EQ(count_lines_with(log, "test-job-b01-blocked: rejected:"), 1) << log;
+  const int tries = count_lines_with(log, "test-job-b01-blocked: rejected push lost");
+  EXPECT_GE(tries, 2) << log;
+  EXPECT_LE(tries, 4) << log;
+  EXPECT_EQ(world_.state(branch), "");  // still queued: nothing got through
+
+  // Once the server accepts it again, the same receipt lands at the next retry.
+  fs::remove(hook);
+  const auto done = world_.wait_terminal({branch}, 30);
+  ASSERT_TRUE(done.at(branch).is_object()) << runner->log();
+  EXPECT_EQ(done.at(branch).value("state", ""), "rejected");
+  EXPECT_NE(done.at(branch).value("reason", "").find("a symlink (mode 120000)"), std::string::npos);
+  EXPECT_EQ(count_lines_with(runner->log(), "test-job-b01-blocked: rejected:"), 1);
+  EXPECT_TRUE(fleet::alive(runner->pid()));
 }
 
 }  // namespace
