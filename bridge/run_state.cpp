@@ -3,8 +3,12 @@
 #include <array>
 #include <utility>
 
+#include "bridge/json_fields.h"
 #include "bridge/json_schema.h"
 #include "bridge/json_strict.h"
+#include "bridge/json_text.h"
+#include "bridge/layout.h"
+#include "bridge/limits.h"
 #include "bridge/request.h"
 
 namespace kakeya::bridge {
@@ -193,12 +197,11 @@ Result<RunStatus> status_from_json(const nlohmann::json& doc) {
 }
 
 Result<RunStatus> parse_status(std::string_view json_text) {
+  KAKEYA_TRY(check_document_size(kStatusPath, json_text, kMaxStatusBytes));
   KAKEYA_ASSIGN_OR_RETURN(json doc, parse_json_strict(json_text));
   return status_from_json(doc);
 }
 
-std::string status_json_text(const RunStatus& status) {
-  return to_json(status).dump(2, ' ', /*ensure_ascii=*/false, json::error_handler_t::replace) + "\n";
-}
+std::string status_json_text(const RunStatus& status) { return to_json_file(to_json(status)); }
 
 }  // namespace kakeya::bridge

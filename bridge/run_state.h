@@ -66,12 +66,12 @@ Status check_transition(const RunStatus& from, const RunStatus& to);
 // status.json object with every field above (timestamps "" when unset, progress null when unset).
 nlohmann::json to_json(const RunStatus& status);
 
-// status.json text: to_json pretty-printed (2 spaces) with a trailing newline. Never throws:
-// strings that are not valid UTF-8 have each invalid byte replaced by U+FFFD.
+// status.json text: to_json in the bus file form (bridge/json_text.h to_json_file: 2 spaces,
+// trailing newline). Never throws: ill-formed UTF-8 in strings is written as `\xNN`.
 std::string status_json_text(const RunStatus& status);
 
 // Strict parse of status.json (duplicate keys, unknown keys, wrong types are errors, naming the
-// field and value). `state` is required; the other fields default as in RunStatus when absent.
+// field and value; more than kMaxStatusBytes (bridge/limits.h) is `too_large`, before parsing). `state` is required; the other fields default as in RunStatus when absent.
 // Non-empty timestamps must be RFC 3339; claim_gen/attempt/heartbeat_seq are integers >= 0.
 // Then the schema (error "schema_violation", e.g. a terminal state with an empty reason).
 Result<RunStatus> parse_status(std::string_view json_text);

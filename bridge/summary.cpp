@@ -5,6 +5,7 @@
 #include "bridge/error_codes.h"
 #include "bridge/json_schema.h"
 #include "bridge/json_strict.h"
+#include "bridge/json_text.h"
 #include "bridge/request.h"
 
 namespace kakeya::bridge {
@@ -131,9 +132,7 @@ nlohmann::json to_json(const RunSummary& s) {
   return out;
 }
 
-std::string summary_json_text(const RunSummary& summary) {
-  return to_json(summary).dump(2, ' ', /*ensure_ascii=*/false, json::error_handler_t::replace) + "\n";
-}
+std::string summary_json_text(const RunSummary& summary) { return to_json_file(to_json(summary)); }
 
 Result<RunSummary> summary_from_json(const nlohmann::json& doc) {
   KAKEYA_TRY(validate_against_schema(JsonSchema::kSummary, doc));

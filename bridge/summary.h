@@ -79,8 +79,8 @@ struct RunSummary {
 // The summary.json object (keys as listed above; absent groups leave their keys out).
 nlohmann::json to_json(const RunSummary& summary);
 
-// summary.json text: to_json pretty-printed (2 spaces) with a trailing newline. Never throws:
-// strings that are not valid UTF-8 have each invalid byte replaced by U+FFFD.
+// summary.json text: to_json in the bus file form (bridge/json_text.h to_json_file: 2 spaces,
+// trailing newline). Never throws: ill-formed UTF-8 in strings is written as `\xNN`.
 std::string summary_json_text(const RunSummary& summary);
 
 // Strict parse (duplicate keys, unknown keys, wrong types are errors): parse_json_strict, the

@@ -202,7 +202,7 @@ TEST(RunStatusJson, TextNeverThrowsOnInvalidUtf8) {
   const std::string text = status_json_text(st);
   auto back = parse_status(text);
   ASSERT_TRUE(back.ok()) << back.error().str();
-  EXPECT_EQ(back->log_tail, "bad \xEF\xBF\xBD byte");  // U+FFFD
+  EXPECT_EQ(back->log_tail, "bad \\xff byte");  // bridge/utf8.h escaping
 }
 
 }  // namespace
