@@ -9,6 +9,7 @@
 
 #include "bridge/error_codes.h"
 #include "bridge/units.h"
+#include "bridge/utf8.h"
 
 namespace kakeya::bridge {
 namespace {
@@ -20,6 +21,23 @@ std::string format_number(double v) {
 }
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// How values and keys appear in messages: one line, escaped, bounded (bridge/utf8.h).
+constexpr std::size_t kShownBytes = 120;
+std::string shown(std::string_view text) { return printable(text, kShownBytes); }
+
+// The 1-based number of the first line of `text` that is not well-formed UTF-8 (0 when all are).
+// Lines split at '\n', which is never part of a multi-byte sequence.
+std::size_t first_ill_formed_line(std::string_view text) {
+  std::size_t line = 1;
+  for (std::size_t start = 0; start <= text.size(); ++line) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    if (!is_valid_utf8(text.substr(start, end - start))) return line;
+    start = end + 1;
+  }
+  return 0;
+}
 
 // -?[0-9]+
 bool is_integer_text(std::string_view s) {
@@ -75,7 +93,7 @@ bool YamlNode::is_scalar() const { return present_ && node_.IsScalar(); }
 bool YamlNode::plain() const { return is_scalar() && node_.Tag() == "?"; }
 
 std::string YamlNode::describe() const {
-  if (is_scalar()) return node_.Tag() == "!" ? "\"" + node_.Scalar() + "\"" : "`" + node_.Scalar() + "`";
+  if (is_scalar()) return node_.Tag() == "!" ? "\"" + shown(node_.Scalar()) + "\"" : "`" + shown(node_.Scalar()) + "`";
   if (is_null()) return "nothing (null)";
   return is_map() ? "a mapping" : "a list";
 }
@@ -86,10 +104,12 @@ Status YamlNode::check_map(std::string_view what, const std::vector<std::string_
   for (const auto& [key, value] : entries()) {
     if (!key.is_scalar()) return key.error(errc::kBadType, std::string(what) + " has a non-scalar key");
     const std::string& k = key.node_.Scalar();
-    if (!seen.insert(k).second) return key.error(errc::kDuplicateKey, "duplicate key `" + k + "` in " + std::string(what));
+    if (!seen.insert(k).second) {
+      return key.error(errc::kDuplicateKey, "duplicate key `" + shown(k) + "` in " + std::string(what));
+    }
     bool known = allowed.empty();
     for (std::string_view a : allowed) known = known || a == k;
-    if (!known) return key.error(errc::kUnknownKey, "unknown key `" + k + "` in " + std::string(what));
+    if (!known) return key.error(errc::kUnknownKey, "unknown key `" + shown(k) + "` in " + std::string(what));
   }
   return ok_status();
 }
@@ -139,10 +159,10 @@ Result<int64_t> YamlNode::integer(std::string_view what, int64_t lo, int64_t hi)
   int64_t v = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || end != s.data() + s.size()) {
-    return error(errc::kOutOfRange, std::string(what) + " " + s + " is outside the 64-bit integer range");
+    return error(errc::kOutOfRange, std::string(what) + " " + shown(s) + " is outside the 64-bit integer range");
   }
   if (v < lo || v > hi) {
-    return error(errc::kOutOfRange, std::string(what) + " " + s + " is outside " + std::to_string(lo) + ".." +
+    return error(errc::kOutOfRange, std::string(what) + " " + shown(s) + " is outside " + std::to_string(lo) + ".." +
                                         std::to_string(hi));
   }
   return v;
@@ -160,7 +180,7 @@ Result<double> YamlNode::number(std::string_view what, double lo, double hi) con
     return error(errc::kBadType, std::string(what) + " must be a finite number, got " + describe());
   }
   if (v < lo || v > hi) {
-    return error(errc::kOutOfRange, std::string(what) + " " + node_.Scalar() + " is outside " + format_number(lo) +
+    return error(errc::kOutOfRange, std::string(what) + " " + shown(node_.Scalar()) + " is outside " + format_number(lo) +
                                         ".." + format_number(hi));
   }
   return v;
@@ -189,7 +209,7 @@ Result<std::size_t> YamlNode::byte_size(std::string_view what, std::size_t lo, s
   auto bytes = parse_byte_size(node_.Scalar());
   if (!bytes.ok()) return error(errc::kBadType, std::string(what) + ": " + bytes.error().message);
   if (*bytes < lo || *bytes > hi) {
-    return error(errc::kOutOfRange, std::string(what) + " " + node_.Scalar() + " is outside " + std::to_string(lo) +
+    return error(errc::kOutOfRange, std::string(what) + " " + shown(node_.Scalar()) + " is outside " + std::to_string(lo) +
                                         ".." + std::to_string(hi) + " bytes");
   }
   return *bytes;
@@ -217,6 +237,10 @@ Result<YamlDocument> YamlDocument::parse(std::string_view text, std::string orig
   if (text.size() > kMaxYamlBytes) {
     return make_error(errc::kTooLarge, *shared_origin + ": " + std::to_string(text.size()) + " bytes is above the " +
                                            std::to_string(kMaxYamlBytes) + "-byte limit of a YAML document");
+  }
+  if (const std::size_t line = first_ill_formed_line(text); line != 0) {
+    return make_error(errc::kParseError, *shared_origin + ":" + std::to_string(line) +
+                                             ": invalid YAML: the line is not well-formed UTF-8");
   }
   YAML::Node root;
   try {

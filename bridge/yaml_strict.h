@@ -6,6 +6,8 @@
 // yaml-cpp parses the text; this layer refuses what YAML lets through but a configuration must
 // not mean, and turns every problem into an Error whose message starts with `origin:line:col: `
 // (1-based, from yaml-cpp's marks; just `origin: ` where no position is known):
+//  - text that is not well-formed UTF-8 (YAML 1.2 streams are Unicode; bridge/utf8.h), so every
+//    string read from a document is valid UTF-8;
 //  - a key given twice in one mapping (yaml-cpp keeps both), a key that is not a scalar, and a
 //    key the mapping does not declare (YamlNode::check_map);
 //  - quoted numbers and booleans: only plain scalars are numbers or booleans, so "5" is the
@@ -16,7 +18,8 @@
 // parse_error (not YAML), unknown_key, duplicate_key, missing_key, bad_type, out_of_range,
 // bad_value. Messages name the value as `what` (the caller's name for it, e.g. "preset `x`
 // timeout_s" or "max_jobs") and quote what was found: `5` for a plain scalar, "5" for a quoted
-// one, a mapping, a list, nothing (null).
+// one, a mapping, a list, nothing (null); found text is shown with bridge/utf8.h printable (one
+// line, control characters escaped, at most 120 bytes).
 //
 // No function here throws; lookups never insert into the document.
 

@@ -32,6 +32,19 @@ TEST(YamlStrict, ParseErrorNamesOriginLineAndColumn) {
   EXPECT_TRUE(YamlDocument::parse(std::string(kMaxYamlBytes, ' '), "edge.yaml").ok());
 }
 
+TEST(YamlStrict, TextMustBeWellFormedUtf8) {
+  expect_error(YamlDocument::parse("a: 1\nb: \"caf\xc3\"\n", "t.yaml"), errc::kParseError, {"t.yaml:2:", "UTF-8"});
+  expect_error(YamlDocument::parse("a: \xed\xa0\x80\n", "t.yaml"), errc::kParseError, {"t.yaml:1:"});  // a surrogate
+  YamlDocument doc = parse_ok("a: \"caf\xc3\xa9\"\n");
+  EXPECT_EQ(doc.root().get("a").string("a").value(), "caf\xc3\xa9");
+}
+
+TEST(YamlStrict, FoundTextIsShownOnOneLine) {
+  YamlDocument doc = parse_ok("\"a\\nb\": 1\nn: \"x\\ty\"\n");
+  expect_error(doc.root().check_map("the file", {"n"}), errc::kUnknownKey, {"`a\\x0ab`"});
+  expect_error(doc.root().get("n").integer("n"), errc::kBadType, {"\"x\\x09y\""});
+}
+
 TEST(YamlStrict, CheckMapRefusesDuplicateUnknownAndNonScalarKeys) {
   YamlDocument doc = parse_ok("a: 1\nb: 2\na: 3\n");
   expect_error(doc.root().check_map("the file", {"a", "b"}), errc::kDuplicateKey, {"t.yaml:3:1", "`a`", "the file"});

@@ -2,7 +2,7 @@
 // arbitrary bytes. Any crash, sanitizer report or exception is a bug: every malformed catalog
 // must become an Error. A catalog that loads must be usable as loaded: its defaults pass the
 // request-time check (validate_params on {} fails only for required params) and, with every
-// env name and model role supplied, its argv resolves.
+// env name and model role supplied, its argv resolves; every string in it is well-formed UTF-8.
 
 #include <cstddef>
 #include <cstdint>
@@ -38,7 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ctx.out_dir = "/out";
     auto argv = kakeya::bridge::resolve_argv(preset, ctx);
     if (!argv.ok() || argv->size() != preset.argv.size()) __builtin_trap();
-    (void)to_json(preset).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    (void)to_json(preset).dump();  // strict: the reader only lets well-formed UTF-8 through
   }
   return 0;
 }
