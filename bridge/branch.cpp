@@ -34,7 +34,7 @@ bool valid_segment(std::string_view seg) {
 }
 
 Error bad_branch(std::string_view what, std::string_view value, std::string_view why) {
-  return make_error("bad_branch", std::string(what) + " \"" + printable(value, kMaxShownBranchBytes) + "\" " +
+  return make_error(errc::kBadBranch, std::string(what) + " \"" + printable(value, kMaxShownBranchBytes) + "\" " +
                                      std::string(why));
 }
 
@@ -114,13 +114,13 @@ Status check_branch_matches(std::string_view branch_name, const RequestManifest&
   std::size_t slash = b.rfind('/');
   std::string expected = manifest.preset + "-" + manifest.nonce;
   if (slash == std::string_view::npos || !is_valid_namespace(b.substr(0, slash))) {
-    return make_error("branch_mismatch", "branch \"" + printable(b, kMaxShownBranchBytes) + "\" is not <namespace>/" + expected +
+    return make_error(errc::kBranchMismatch, "branch \"" + printable(b, kMaxShownBranchBytes) + "\" is not <namespace>/" + expected +
                                              "[suffix] (request preset \"" + manifest.preset + "\", nonce \"" +
                                              manifest.nonce + "\")");
   }
   std::string_view tail = b.substr(slash + 1);
   if (tail.substr(0, expected.size()) != expected || !is_valid_branch_suffix(tail.substr(expected.size()))) {
-    return make_error("branch_mismatch", "branch \"" + printable(b, kMaxShownBranchBytes) + "\" ends in \"" +
+    return make_error(errc::kBranchMismatch, "branch \"" + printable(b, kMaxShownBranchBytes) + "\" ends in \"" +
                                              printable(tail, kMaxShownBranchBytes) +
                                              "\" but the request says preset \"" + manifest.preset + "\", nonce \"" +
                                              manifest.nonce + "\" (expected \"" + expected + "[suffix]\")");

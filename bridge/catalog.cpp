@@ -168,7 +168,7 @@ Result<ParamSpec> load_param(const YamlNode& key, const YamlNode& n, const std::
     KAKEYA_ASSIGN_OR_RETURN(p.default_value, load_default(d, p.kind, what + " default"));
     // The request-time check: a default is never refused when a request omits the param.
     auto checked = validate_param_value(p, p.default_value, "default");
-    if (!checked.ok()) return d.error(checked.error().code.c_str(), what + ": " + checked.error().message);
+    if (!checked.ok()) return d.error(checked.error().code, what + ": " + checked.error().message);
   }
   return p;
 }

@@ -156,23 +156,23 @@ Result<ArgvToken> parse_argv_token(std::string_view t) {
   if (t.size() > 7 && t.substr(0, 6) == "${ENV:" && t.back() == '}') {
     std::string_view name = inner("${ENV:");
     if (is_env_name(name)) return ArgvToken{ArgvToken::Kind::Env, std::string(name)};
-    return make_error("bad_placeholder",
+    return make_error(errc::kBadPlaceholder,
                       "bad env name in `" + std::string(t) + "` (expected " + std::string(kEnvNamePattern) + ")");
   }
   if (t.size() > 9 && t.substr(0, 8) == "${MODEL:" && t.back() == '}') {
     std::string_view role = inner("${MODEL:");
     if (is_model_role(role)) return ArgvToken{ArgvToken::Kind::Model, std::string(role)};
-    return make_error("bad_placeholder",
+    return make_error(errc::kBadPlaceholder,
                       "bad model role in `" + std::string(t) + "` (expected " + std::string(kModelRolePattern) + ")");
   }
   if (t.size() > 2 && t.front() == '{' && t.back() == '}') {
     std::string_view name = inner("{");
     if (is_param_name(name)) return ArgvToken{ArgvToken::Kind::Param, std::string(name)};
-    return make_error("bad_placeholder",
+    return make_error(errc::kBadPlaceholder,
                       "bad param name in `" + std::string(t) + "` (expected " + std::string(kParamNamePattern) + ")");
   }
   if (t.find('{') != std::string_view::npos || t.find('}') != std::string_view::npos) {
-    return make_error("bad_placeholder", "`" + std::string(t) +
+    return make_error(errc::kBadPlaceholder, "`" + std::string(t) +
                                              "` mixes a placeholder with other text or is not a known placeholder; "
                                              "placeholders must be whole argv tokens ({param}, ${ENV:NAME}, "
                                              "${MODEL:role}, ${OUT})");
@@ -182,13 +182,13 @@ Result<ArgvToken> parse_argv_token(std::string_view t) {
 
 Result<ResolvedParams> validate_params(const PresetSpec& preset, const nlohmann::json& params) {
   if (!params.is_object()) {
-    return make_error("bad_type", "`params` must be an object, got " + json_excerpt(params));
+    return make_error(errc::kBadType, "`params` must be an object, got " + json_excerpt(params));
   }
   for (const auto& [k, v] : params.items()) {
     if (!preset.find_param(k)) {
       std::string known;
       for (const auto& p : preset.params) known += (known.empty() ? "" : ", ") + p.name;
-      return make_error("unknown_param", "`" + field(k) + "` is not a parameter of preset " + preset.name +
+      return make_error(errc::kUnknownParam, "`" + field(k) + "` is not a parameter of preset " + preset.name +
                                              " (known: " + (known.empty() ? "none" : known) + ")");
     }
   }
@@ -197,14 +197,14 @@ Result<ResolvedParams> validate_params(const PresetSpec& preset, const nlohmann:
     auto it = params.find(p.name);
     if (it == params.end()) {
       if (p.required) {
-        return make_error("missing_param", "`" + field(p.name) + "` is required by preset " + preset.name);
+        return make_error(errc::kMissingParam, "`" + field(p.name) + "` is required by preset " + preset.name);
       }
       KAKEYA_ASSIGN_OR_RETURN(ParamValue dv, validate_param_value(p, p.default_value, field(p.name)));
       out.values.emplace(p.name, std::move(dv));
       continue;
     }
     if (it->is_null()) {
-      return make_error("bad_type", "`" + field(p.name) + "` is null; omit it to use the default");
+      return make_error(errc::kBadType, "`" + field(p.name) + "` is null; omit it to use the default");
     }
     KAKEYA_ASSIGN_OR_RETURN(ParamValue v, validate_param_value(p, *it, field(p.name)));
     out.values.emplace(p.name, std::move(v));
@@ -224,7 +224,7 @@ Result<std::vector<std::string>> resolve_argv(const PresetSpec& preset, const Ar
       case ArgvToken::Kind::Param: {
         const ParamValue* v = ctx.params ? ctx.params->find(tok.name) : nullptr;
         if (!v) {
-          return make_error("missing_param", "preset " + preset.name + " argv needs param `" + tok.name +
+          return make_error(errc::kMissingParam, "preset " + preset.name + " argv needs param `" + tok.name +
                                                  "` but it was not resolved (call validate_params first)");
         }
         argv.push_back(v->to_arg());
@@ -233,7 +233,7 @@ Result<std::vector<std::string>> resolve_argv(const PresetSpec& preset, const Ar
       case ArgvToken::Kind::Env: {
         auto it = ctx.env.find(tok.name);
         if (it == ctx.env.end()) {
-          return make_error("missing_env", "preset " + preset.name + " needs environment variable " + tok.name +
+          return make_error(errc::kMissingEnv, "preset " + preset.name + " needs environment variable " + tok.name +
                                                " on the runner, and it is not set");
         }
         argv.push_back(it->second);
@@ -242,7 +242,7 @@ Result<std::vector<std::string>> resolve_argv(const PresetSpec& preset, const Ar
       case ArgvToken::Kind::Model: {
         auto it = ctx.models.find(tok.name);
         if (it == ctx.models.end() || it->second.empty()) {
-          return make_error("missing_model", "preset " + preset.name + " needs model role `" + tok.name +
+          return make_error(errc::kMissingModel, "preset " + preset.name + " needs model role `" + tok.name +
                                                  "`: set models." + tok.name +
                                                  " in the runner config or install it under ~/.kakeya/models/");
         }
@@ -251,7 +251,7 @@ Result<std::vector<std::string>> resolve_argv(const PresetSpec& preset, const Ar
       }
       case ArgvToken::Kind::Out:
         if (ctx.out_dir.empty()) {
-          return make_error("missing_out_dir", "preset " + preset.name + " uses ${OUT} but no output directory was given");
+          return make_error(errc::kMissingOutDir, "preset " + preset.name + " uses ${OUT} but no output directory was given");
         }
         argv.push_back(ctx.out_dir);
         break;

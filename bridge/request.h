@@ -40,7 +40,7 @@ struct RequestManifest {
 
 // Parses and validates request.json text. Errors:
 //   too_large     more than kMaxRequestBytes (bridge/limits.h), checked before parsing
-//   bad_json / duplicate_key / too_deep  (from parse_json_strict)
+//   parse_error / duplicate_key / too_deep  (from parse_json_strict)
 //   unknown_key   a key not listed above (names it, e.g. `client.extra`)
 //   missing_key   a required key is absent
 //   bad_type      wrong JSON type (names the field and the value)

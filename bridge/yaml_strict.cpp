@@ -82,7 +82,7 @@ std::string YamlNode::where() const {
   return w;
 }
 
-Error YamlNode::error(const char* code, std::string_view reason) const {
+Error YamlNode::error(ErrorCode code, std::string_view reason) const {
   return make_error(code, where() + ": " + std::string(reason));
 }
 

@@ -50,7 +50,7 @@ class YamlNode {
   // 1-based line of this node; 0 when unknown.
   int line() const { return mark_.line + 1; }
   // Error{code, "where(): reason"}.
-  Error error(const char* code, std::string_view reason) const;
+  Error error(ErrorCode code, std::string_view reason) const;
 
   // ---- what it is ----
   bool present() const { return present_; }  // false for a key that is not in its mapping

@@ -20,10 +20,11 @@ int report_error(const Error& error, int exit_code) {
 }
 
 bool is_usage_error(const Error& error) {
-  static constexpr std::array<std::string_view, 14> kUsage = {
-      "usage",       "bad_argument",  "no_remote",    "bad_namespace",  "bad_param",
-      "unknown_param", "duplicate_param", "missing_param", "bad_type", "out_of_range",
-      "bad_value",   "unknown_preset", "bad_suffix",  "bad_state"};
+  static constexpr ErrorCode kUsage[] = {
+      errc::kUsage,        errc::kNoRemote,       errc::kBadNamespace, errc::kBadParam,
+      errc::kUnknownParam, errc::kDuplicateParam, errc::kMissingParam, errc::kBadType,
+      errc::kOutOfRange,   errc::kBadValue,       errc::kUnknownPreset, errc::kBadSuffix,
+      errc::kBadState};
   for (auto c : kUsage) {
     if (error.code == c) return true;
   }

@@ -22,7 +22,7 @@ Result<BranchSnapshot> read_snapshot(bridge::GitBus& bus, const std::string& bra
   if (status_text) {
     auto st = bridge::parse_status(*status_text);
     if (!st.ok()) {
-      return make_error("bad_status", branch + " @ " + oid.substr(0, 12) + ": " + st.error().str());
+      return make_error(errc::kBadStatus, branch + " @ " + oid.substr(0, 12) + ": " + st.error().str());
     }
     snap.status = std::move(*st);
     snap.has_status = true;

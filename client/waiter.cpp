@@ -39,15 +39,15 @@ Result<WaitResult> wait_for_run(bridge::GitBus& bus, const std::string& branch, 
   while (true) {
     auto oid = remote_oid(bus, ref);
     if (!oid.ok()) {
-      if (oid.error().code == "auth_failed") return oid.error();
+      if (oid.error().code == errc::kAuthFailed) return oid.error();
       warnings << "kakeya: warning: " << oid.error().str() << " (retrying)\n" << std::flush;
       last_error = oid.error();
     } else if (!oid->has_value()) {
-      return make_error("not_found", "branch '" + branch + "' does not exist on the remote");
+      return make_error(errc::kNotFound, "branch '" + branch + "' does not exist on the remote");
     } else if (!last || last->oid != **oid) {
       auto fetched = bus.fetch({ref});
       if (!fetched.ok()) {
-        if (fetched.error().code == "auth_failed") return fetched.error();
+        if (fetched.error().code == errc::kAuthFailed) return fetched.error();
         warnings << "kakeya: warning: " << fetched.error().str() << " (retrying)\n" << std::flush;
         last_error = fetched.error();
       } else if (auto it = fetched->find(ref); it != fetched->end()) {
@@ -64,7 +64,7 @@ Result<WaitResult> wait_for_run(bridge::GitBus& bus, const std::string& branch, 
   }
   if (!last) {
     if (last_error) return *last_error;
-    return make_error("not_found", "branch '" + branch + "' could not be read");
+    return make_error(errc::kNotFound, "branch '" + branch + "' could not be read");
   }
   WaitResult r;
   r.seconds = since(t0);

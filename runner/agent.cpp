@@ -63,7 +63,7 @@ Result<std::unique_ptr<bridge::GitBus>> Agent::open_bus(const std::string& name)
 Status Agent::init() {
   std::error_code ec;
   for (const char* d : {"cache", "jobs", "spool"}) fs::create_directories(cfg_.work_dir / d, ec);
-  if (ec) return make_error("work_dir", "cannot create " + cfg_.work_dir.string() + ": " + ec.message());
+  if (ec) return make_error(errc::kIo, "cannot create " + cfg_.work_dir.string() + ": " + ec.message());
   KAKEYA_ASSIGN_OR_RETURN(bus_, open_bus("discovery"));
   return ok_status();
 }
@@ -494,9 +494,9 @@ Result<PollStats> Agent::poll_guarded() {
   try {
     return poll_once();
   } catch (const std::exception& e) {
-    return make_error("internal", "poll failed with an exception: " + bridge::printable(e.what(), 512));
+    return make_error(errc::kInternal, "poll failed with an exception: " + bridge::printable(e.what(), 512));
   } catch (...) {
-    return make_error("internal", "poll failed with an unknown exception");
+    return make_error(errc::kInternal, "poll failed with an unknown exception");
   }
 }
 

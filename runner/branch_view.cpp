@@ -58,7 +58,7 @@ Result<BranchView> fetch_branch_view(bridge::GitBus& bus, const std::string& ref
   KAKEYA_ASSIGN_OR_RETURN(auto oids, bus.fetch({ref}));
   auto it = oids.find(ref);
   if (it == oids.end() || it->second.empty()) {
-    return make_error("ref_gone", "request branch " + ref + " no longer exists on the remote");
+    return make_error(errc::kRefGone, "request branch " + ref + " no longer exists on the remote");
   }
   return read_branch_view(bus, ref, it->second);
 }

@@ -216,11 +216,11 @@ Result<RunnerConfig> load_runner_config(const std::filesystem::path& path) {
 
 Result<std::filesystem::path> resolve_model(const RunnerConfig& config, const std::string& role,
                                             const std::filesystem::path& home_dir) {
-  if (!valid_id(role)) return make_error("bad_value", "model role '" + role + "' must match [A-Za-z0-9._-]{1,64}");
+  if (!valid_id(role)) return make_error(errc::kBadValue, "model role '" + role + "' must match [A-Za-z0-9._-]{1,64}");
   std::error_code ec;
   if (const auto it = config.models.find(role); it != config.models.end()) {
     if (!std::filesystem::exists(it->second, ec)) {
-      return make_error("not_found", "model role '" + role + "' is set to " + it->second.string() + " in " +
+      return make_error(errc::kNotFound, "model role '" + role + "' is set to " + it->second.string() + " in " +
                                          config.source_path.string() + " but that file does not exist");
     }
     return it->second;
@@ -229,7 +229,7 @@ Result<std::filesystem::path> resolve_model(const RunnerConfig& config, const st
     const std::filesystem::path p = home_dir / ".kakeya" / "models" / role;
     if (std::filesystem::exists(p, ec)) return p;
   }
-  return make_error("not_found", "model role '" + role + "' not configured (set models." + role + " in " +
+  return make_error(errc::kNotFound, "model role '" + role + "' not configured (set models." + role + " in " +
                                      config.source_path.string() + " or place ~/.kakeya/models/" + role + ")");
 }
 

@@ -64,7 +64,7 @@ class Process {
  public:
   // Validates the spec and starts the child. Errors (nothing was started): "bad_value"
   // (empty argv, relative argv[0], NUL bytes, an env name that is not bridge/names.h
-  // is_env_name, bad timeout/grace), "io_error" (pipe/fork failed). An exec failure is NOT an
+  // is_env_name, bad timeout/grace), "io" (pipe/fork failed). An exec failure is NOT an
   // error here: the returned Process is already finished and wait() reports started = false
   // with spawn_error.
   static Result<std::unique_ptr<Process>> spawn(const ProcessSpec& spec, OutputCallback on_output);

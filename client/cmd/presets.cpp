@@ -18,7 +18,7 @@ Command add_presets(CLI::App& root, GlobalOptions& g) {
             std::vector<const bridge::PresetSpec*> shown;
             if (!name->empty()) {
               const auto* p = catalog->find(*name);
-              if (p == nullptr) return fail(make_error("unknown_preset", "preset '" + *name + "' is not in the catalog"));
+              if (p == nullptr) return fail(make_error(errc::kUnknownPreset, "preset '" + *name + "' is not in the catalog"));
               shown.push_back(p);
             } else {
               for (const auto& p : catalog->presets()) shown.push_back(&p);

@@ -49,7 +49,7 @@ Command add_status(CLI::App& root, GlobalOptions& g) {
             if (!branch.ok()) return fail(branch.error());
             auto snap = fetch_snapshot(session->bus, *branch);
             if (!snap.ok()) return fail(snap.error());
-            if (!*snap) return fail(make_error("not_found", "branch '" + *branch + "' disappeared"));
+            if (!*snap) return fail(make_error(errc::kNotFound, "branch '" + *branch + "' disappeared"));
             if (g.json) {
               print_json(snapshot_to_json(**snap));
             } else {

@@ -39,7 +39,7 @@ TEST(ReportEnvelope, RoundTripsWithKindSpecificKeysAround) {
   EXPECT_FALSE(p->engine.threads.has_value());
 }
 
-void expect_invalid(const json& report, const char* code, const std::string& needle) {
+void expect_invalid(const json& report, ErrorCode code, const std::string& needle) {
   auto r = read_report_envelope(report);
   ASSERT_FALSE(r.ok()) << report.dump();
   EXPECT_EQ(r.error().code, code) << r.error().str();

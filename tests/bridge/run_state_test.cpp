@@ -73,7 +73,7 @@ TEST(RunState, CheckTransitionClaimGen) {
   EXPECT_TRUE(check_transition(st(S::Claimed, 1), st(S::Claimed, 2)).ok());
   Status same_gen = check_transition(st(S::Running, 2), st(S::Claimed, 2));
   ASSERT_FALSE(same_gen.ok());
-  EXPECT_EQ(same_gen.error().code, "bad_transition");
+  EXPECT_EQ(same_gen.error().code, errc::kBadTransition);
   EXPECT_NE(same_gen.error().message.find("running (claim_gen 2) -> claimed (claim_gen 2)"), std::string::npos)
       << same_gen.error().message;
   // A fenced runner (older generation) may not write.
@@ -183,7 +183,7 @@ TEST(RunStatusJson, StrictErrors) {
   expect_status_error(j, "bad_type", {"log_tail", "null"});
   auto dup = parse_status(R"({"state": "queued", "state": "succeeded"})");
   ASSERT_FALSE(dup.ok());
-  EXPECT_EQ(dup.error().code, "duplicate_key");
+  EXPECT_EQ(dup.error().code, errc::kDuplicateKey);
   EXPECT_FALSE(parse_status("[]").ok());
   EXPECT_FALSE(parse_status("{").ok());
 }

@@ -84,7 +84,7 @@ TEST(Summary, WireKeysAreFlat) {
   EXPECT_FALSE(r.contains("exit_code"));
 }
 
-void expect_rejected(const json& doc, const char* code, const std::string& needle) {
+void expect_rejected(const json& doc, ErrorCode code, const std::string& needle) {
   auto r = summary_from_json(doc);
   ASSERT_FALSE(r.ok()) << doc.dump();
   EXPECT_EQ(r.error().code, code) << r.error().str();

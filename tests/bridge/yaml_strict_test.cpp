@@ -19,7 +19,7 @@ YamlDocument parse_ok(const std::string& text) {
 
 // The error of `r`, which must have failed with `code` and a message holding every needle.
 template <typename T>
-void expect_error(const Result<T>& r, const char* code, std::initializer_list<std::string> needles) {
+void expect_error(const Result<T>& r, ErrorCode code, std::initializer_list<std::string> needles) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, code) << r.error().str();
   for (const auto& n : needles) EXPECT_NE(r.error().message.find(n), std::string::npos) << r.error().str();

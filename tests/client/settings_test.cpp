@@ -57,7 +57,7 @@ TEST(ClientSettings, RemoteFromFlagThenEnvironmentElseError) {
   GlobalOptions o;
   auto missing = resolve_remote(o);
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.error().code, "no_remote");
+  EXPECT_EQ(missing.error().code, errc::kNoRemote);
   ScopedEnv env("KAKEYA_REMOTE", "git://h/r");
   EXPECT_EQ(*resolve_remote(o), "git://h/r");
   o.remote = "git://flag/r";
@@ -73,7 +73,7 @@ TEST(ClientSettings, CatalogDefaultsToTheFirstExistingCandidate) {
   o.exe_dir = tmp.path() / "bin";
   auto missing = resolve_catalog_path(o);
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.error().code, "no_catalog");
+  EXPECT_EQ(missing.error().code, errc::kNoCatalog);
   std::ofstream(tmp.path() / "manifests" / "presets.yaml") << "presets: []\n";
   auto found = resolve_catalog_path(o);
   ASSERT_TRUE(found.ok()) << found.error().str();
@@ -89,7 +89,7 @@ TEST(ClientSettings, NamespaceValidation) {
   for (const char* bad : {"", "/a", "a/", "a//b", "a/../b", "a b", "a/.hidden", "x.lock", "kakeya/runners"}) {
     auto s = validate_namespace(bad);
     ASSERT_FALSE(s.ok()) << bad;
-    EXPECT_EQ(s.error().code, "bad_namespace");
+    EXPECT_EQ(s.error().code, errc::kBadNamespace);
   }
 }
 

@@ -171,7 +171,7 @@ TEST(RunnerConfig, LoadFromFileResolvesRelativeToIt) {
   EXPECT_EQ(r->tool_dirs, std::vector<std::filesystem::path>{dir.path() / "tools"});
   auto missing = load_runner_config(dir.path() / "nope.yaml");
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.error().code, "io");
+  EXPECT_EQ(missing.error().code, errc::kIo);
   EXPECT_NE(missing.error().message.find("nope.yaml"), std::string::npos);
 }
 
@@ -205,7 +205,7 @@ TEST(ResolveModel, ConfigThenHomeThenError) {
 
   auto none = resolve_model(c, "judge", home);
   ASSERT_FALSE(none.ok());
-  EXPECT_EQ(none.error().code, "not_found");
+  EXPECT_EQ(none.error().code, errc::kNotFound);
   EXPECT_EQ(none.error().message,
             "model role 'judge' not configured (set models.judge in /etc/kakeya/runner.yaml or place "
             "~/.kakeya/models/judge)");
@@ -215,8 +215,8 @@ TEST(ResolveModel, ConfigThenHomeThenError) {
   EXPECT_NE(gone.error().message.find("gone.gguf"), std::string::npos);
   EXPECT_NE(gone.error().message.find("does not exist"), std::string::npos);
 
-  EXPECT_EQ(resolve_model(c, "../../etc/passwd", home).error().code, "bad_value");
-  EXPECT_EQ(resolve_model(c, "..", home).error().code, "bad_value");
+  EXPECT_EQ(resolve_model(c, "../../etc/passwd", home).error().code, errc::kBadValue);
+  EXPECT_EQ(resolve_model(c, "..", home).error().code, errc::kBadValue);
 }
 
 }  // namespace
