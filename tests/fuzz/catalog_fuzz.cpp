@@ -28,7 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!params.ok()) {
       bool has_required = false;
       for (const auto& p : preset.params) has_required = has_required || p.required;
-      if (!has_required || params.error().code != errc::kMissingParam) __builtin_trap();
+      if (!has_required || params.error().code != kakeya::errc::kMissingParam) __builtin_trap();
       continue;
     }
     ArgvContext ctx;
