@@ -36,9 +36,9 @@
 
 #include "engine/ggml_types.h"
 #include "engine/model.h"
-#include "engine/report.h"
-#include "engine/synth.h"
-#include "engine/thread_pool.h"
+#include "engine/presets/report.h"
+#include "engine/presets/synth.h"
+#include "engine/cpu/thread_pool.h"
 
 extern "C" char** environ;
 

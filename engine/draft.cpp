@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <optional>
 
-#include "engine/quant.h"
-#include "engine/synth.h"
+#include "engine/cpu/quant.h"
+#include "engine/presets/synth.h"
 
 namespace kakeya::engine {
 namespace {

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <string>
 
-#include "engine/quant.h"
+#include "engine/cpu/quant.h"
 
 namespace kakeya::engine {
 namespace {

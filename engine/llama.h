@@ -42,7 +42,7 @@
 #include "bridge/result.h"
 #include "engine/kv_cache.h"
 #include "engine/model.h"
-#include "engine/thread_pool.h"
+#include "engine/cpu/thread_pool.h"
 
 namespace kakeya::engine {
 

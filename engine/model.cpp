@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <map>
 
-#include "engine/quant.h"
+#include "engine/cpu/quant.h"
 
 namespace kakeya::engine {
 namespace {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "engine/report.h"
+#include "engine/presets/report.h"
 
 namespace kakeya::engine {
 namespace {

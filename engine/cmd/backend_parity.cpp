@@ -1,10 +1,10 @@
-// kakeya-engine backend-parity: CPU backend vs the scalar reference path (engine/backend_parity.h).
+// kakeya-engine backend-parity: CPU backend vs the scalar reference path (engine/presets/backend_parity.h).
 #include <iostream>
 #include <memory>
 
-#include "engine/backend_parity.h"
+#include "engine/presets/backend_parity.h"
 #include "engine/cmd/commands.h"
-#include "engine/report.h"
+#include "engine/presets/report.h"
 
 namespace kakeya::engine::cmd {
 

@@ -5,8 +5,8 @@
 #include <iostream>
 
 #include "engine/cmd/commands.h"
-#include "engine/env_probe.h"
-#include "engine/report.h"
+#include "engine/presets/env_probe.h"
+#include "engine/presets/report.h"
 
 namespace kakeya::engine::cmd {
 

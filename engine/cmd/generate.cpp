@@ -12,7 +12,7 @@
 #include "engine/cmd/cli_threads.h"
 #include "engine/cmd/commands.h"
 #include "engine/llama.h"
-#include "engine/report.h"
+#include "engine/presets/report.h"
 #include "engine/sampling.h"
 #include "engine/tokenizer.h"
 

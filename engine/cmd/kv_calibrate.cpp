@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "engine/cmd/commands.h"
-#include "engine/kv_calibrate.h"
-#include "engine/report.h"
+#include "engine/presets/kv_calibrate.h"
+#include "engine/presets/report.h"
 
 namespace kakeya::engine::cmd {
 namespace {

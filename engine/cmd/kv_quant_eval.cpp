@@ -1,5 +1,5 @@
 // kakeya-engine kv-quant-eval: identity / affine-8 / affine-4 KV storage on NIAH prompts;
-// writes DIR/report.json (kind "kv-quant-eval", engine/kv_quant_eval.h).
+// writes DIR/report.json (kind "kv-quant-eval", engine/presets/kv_quant_eval.h).
 #include <iostream>
 #include <memory>
 #include <string>
@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "engine/cmd/commands.h"
-#include "engine/kv_quant_eval.h"
-#include "engine/report.h"
+#include "engine/presets/kv_quant_eval.h"
+#include "engine/presets/report.h"
 
 namespace kakeya::engine::cmd {
 namespace {

@@ -1,5 +1,5 @@
 // kakeya-engine niah-eval: NIAH recall of a KV policy against the full-cache oracle on a ladder of
-// haystack sizes; writes DIR/report.json (kind "niah-eval", engine/niah_eval.h).
+// haystack sizes; writes DIR/report.json (kind "niah-eval", engine/presets/niah_eval.h).
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "engine/cmd/commands.h"
-#include "engine/niah_eval.h"
-#include "engine/report.h"
+#include "engine/presets/niah_eval.h"
+#include "engine/presets/report.h"
 
 namespace kakeya::engine::cmd {
 namespace {

@@ -1,4 +1,4 @@
-// kakeya-engine specdecode-bench: AR vs speculative decoding (engine/specdecode_bench.h).
+// kakeya-engine specdecode-bench: AR vs speculative decoding (engine/presets/specdecode_bench.h).
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -6,8 +6,8 @@
 #include <thread>
 
 #include "engine/cmd/commands.h"
-#include "engine/report.h"
-#include "engine/specdecode_bench.h"
+#include "engine/presets/report.h"
+#include "engine/presets/specdecode_bench.h"
 
 namespace kakeya::engine::cmd {
 namespace {

@@ -1,4 +1,4 @@
-// kakeya-engine synth: write a deterministic random-weight Llama GGUF (see engine/synth.h).
+// kakeya-engine synth: write a deterministic random-weight Llama GGUF (see engine/presets/synth.h).
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -9,8 +9,8 @@
 
 #include "engine/cmd/commands.h"
 #include "engine/ggml_types.h"
-#include "engine/report.h"
-#include "engine/synth.h"
+#include "engine/presets/report.h"
+#include "engine/presets/synth.h"
 
 namespace kakeya::engine::cmd {
 namespace {

@@ -1,5 +1,5 @@
 // backend-parity: the scalar reference forward agrees with the CPU backend, and the report shape.
-#include "engine/backend_parity.h"
+#include "engine/presets/backend_parity.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include "bridge/gate.h"
 #include "engine/llama.h"
 #include "engine/sampling.h"
-#include "engine/synth.h"
+#include "engine/presets/synth.h"
 #include "tests/harness/paths.h"
 
 namespace kakeya::engine {

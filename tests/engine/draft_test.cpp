@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/synth.h"
+#include "engine/presets/synth.h"
 #include "tests/harness/paths.h"
 
 namespace kakeya::engine {

@@ -2,7 +2,7 @@
 
 #include <thread>
 
-#include "engine/env_probe.h"
+#include "engine/presets/env_probe.h"
 
 namespace kakeya::engine {
 

@@ -13,8 +13,8 @@
 
 #include "engine/kv_policy_layer.h"
 #include "engine/llama.h"
-#include "engine/niah_eval.h"
-#include "engine/quant.h"
+#include "engine/presets/niah_eval.h"
+#include "engine/cpu/quant.h"
 #include "engine/sampling.h"
 #include "tests/harness/paths.h"
 

@@ -8,7 +8,7 @@
 #include <random>
 
 #include "bridge/gate.h"
-#include "engine/kv_quant_eval.h"
+#include "engine/presets/kv_quant_eval.h"
 #include "tests/harness/paths.h"
 
 namespace kakeya::engine {

@@ -1,12 +1,12 @@
 // niah-eval on niah-tiny: models/niah-tiny.md table A cells (seed 0, 20 lines) and the report's
 // shape as the evidence gate reads it.
-#include "engine/niah_eval.h"
+#include "engine/presets/niah_eval.h"
 
 #include <gtest/gtest.h>
 
 #include "bridge/gate.h"
-#include "engine/kv_calibrate.h"
-#include "engine/niah.h"
+#include "engine/presets/kv_calibrate.h"
+#include "engine/presets/niah.h"
 #include "tests/harness/paths.h"
 
 namespace kakeya::engine {

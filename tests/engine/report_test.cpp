@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/report.h"
+#include "engine/presets/report.h"
 
 namespace kakeya::engine {
 namespace {

@@ -1,6 +1,6 @@
 // specdecode-bench: workloads, the report shape the evidence gate reads, and the gate verdict on
 // a real (small) run.
-#include "engine/specdecode_bench.h"
+#include "engine/presets/specdecode_bench.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "engine/synth.h"
+#include "engine/presets/synth.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 
 #include "engine/gguf.h"
 #include "engine/llama.h"
-#include "engine/quant.h"
+#include "engine/cpu/quant.h"
 #include "engine/tokenizer.h"
 #include "tests/harness/paths.h"
 

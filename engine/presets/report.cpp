@@ -1,4 +1,4 @@
-#include "engine/report.h"
+#include "engine/presets/report.h"
 
 #include <algorithm>
 #include <ctime>
@@ -7,8 +7,8 @@
 #include <system_error>
 
 #include "bridge/version.h"
-#include "engine/env_probe.h"
-#include "engine/quant.h"
+#include "engine/presets/env_probe.h"
+#include "engine/cpu/quant.h"
 
 namespace kakeya::engine {
 

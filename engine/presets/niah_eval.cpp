@@ -1,4 +1,4 @@
-#include "engine/niah_eval.h"
+#include "engine/presets/niah_eval.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,8 +8,8 @@
 #include <map>
 #include <set>
 
-#include "engine/niah.h"
-#include "engine/report.h"
+#include "engine/presets/niah.h"
+#include "engine/presets/report.h"
 #include "engine/sampling.h"
 
 namespace kakeya::engine {

@@ -1,4 +1,4 @@
-#include "engine/kv_quant_eval.h"
+#include "engine/presets/kv_quant_eval.h"
 
 #include <algorithm>
 #include <iostream>
@@ -6,9 +6,9 @@
 #include "engine/kv_policy.h"
 #include "engine/kv_policy_layer.h"
 #include "engine/kv_quant.h"
-#include "engine/niah.h"
-#include "engine/niah_eval.h"
-#include "engine/report.h"
+#include "engine/presets/niah.h"
+#include "engine/presets/niah_eval.h"
+#include "engine/presets/report.h"
 
 namespace kakeya::engine {
 

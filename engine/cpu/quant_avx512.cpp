@@ -15,7 +15,7 @@
 #include <cstring>
 #include <vector>
 
-#include "engine/quant.h"
+#include "engine/cpu/quant.h"
 
 #if defined(__clang__)
 #pragma clang fp contract(off)

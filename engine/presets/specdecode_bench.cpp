@@ -1,4 +1,4 @@
-#include "engine/specdecode_bench.h"
+#include "engine/presets/specdecode_bench.h"
 
 #include <algorithm>
 #include <chrono>
@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "engine/draft.h"
-#include "engine/report.h"
+#include "engine/presets/report.h"
 #include "engine/speculative.h"
 #include "engine/tokenizer.h"
 

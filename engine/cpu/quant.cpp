@@ -2,13 +2,13 @@
 // dot products mirror ggml's reference implementations (ggml-quants.c, ggml-cpu-quants.c);
 // the code is written independently from the documented block layouts.
 
-#include "engine/quant.h"
+#include "engine/cpu/quant.h"
 
 #include <cmath>
 #include <cstring>
 #include <vector>
 
-#include "engine/cpu_features.h"
+#include "engine/cpu/cpu_features.h"
 
 #if defined(__clang__)
 #pragma clang fp contract(off)

@@ -1,12 +1,12 @@
-#include "engine/backend_parity.h"
+#include "engine/presets/backend_parity.h"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "engine/llama.h"
-#include "engine/quant.h"
-#include "engine/report.h"
+#include "engine/cpu/quant.h"
+#include "engine/presets/report.h"
 #include "engine/sampling.h"
 #include "engine/tokenizer.h"
 

@@ -1,10 +1,10 @@
-#include "engine/kv_calibrate.h"
+#include "engine/presets/kv_calibrate.h"
 
 #include <algorithm>
 #include <iostream>
 
-#include "engine/niah.h"
-#include "engine/niah_eval.h"
+#include "engine/presets/niah.h"
+#include "engine/presets/niah_eval.h"
 
 namespace kakeya::engine {
 

@@ -1,4 +1,4 @@
-#include "engine/cpu_features.h"
+#include "engine/cpu/cpu_features.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>

@@ -1,4 +1,4 @@
-#include "engine/niah.h"
+#include "engine/presets/niah.h"
 
 #include <bit>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "engine/env_probe.h"
+#include "engine/presets/env_probe.h"
 
 #include <cblas.h>
 #include <dlfcn.h>

@@ -1,4 +1,4 @@
-#include "engine/synth.h"
+#include "engine/presets/synth.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "engine/gguf.h"
-#include "engine/thread_pool.h"
+#include "engine/cpu/thread_pool.h"
 
 namespace kakeya::engine {
 namespace {

@@ -25,7 +25,7 @@
 
 #include "bridge/result.h"
 #include "engine/llama.h"
-#include "engine/niah.h"
+#include "engine/presets/niah.h"
 
 namespace kakeya::engine {
 
