@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "engine/cpu/quant.h"
-#include "engine/presets/synth.h"
+#include "engine/gguf_writer.h"
 
 namespace kakeya::engine {
 namespace {

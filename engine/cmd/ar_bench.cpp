@@ -15,7 +15,6 @@
 #include "engine/cmd/cli_threads.h"
 #include "engine/cmd/commands.h"
 #include "engine/llama.h"
-#include "engine/presets/niah_eval.h"
 #include "engine/presets/report.h"
 #include "engine/sampling.h"
 #include "engine/tokenizer.h"

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/cpu/cpu_features.h"
+#include "engine/cpu/quant_internal.h"
 
 #if defined(__clang__)
 #pragma clang fp contract(off)

@@ -16,9 +16,11 @@
 // multiple of 8 rows): per row s = fma(float(block int sum), fp16(w.d)·fp16(a.d), s) over the
 // blocks in order, so the two kernel sets are bit-identical for Q4_0.
 //
-// The public functions dispatch at run time (once, from cpu_features()) to the AVX2 kernels
-// when the CPU has AVX2+FMA+F16C, else to the portable ones. No function allocates except
-// quantize_activations when `out.bytes` must grow.
+// The public functions dispatch at run time (once, from cpu_features()) to the best kernel set the
+// CPU can run (active_kernel_isa()): AVX-512 (F/BW/VL/VNNI: the AVX2 set with 512-bit packed
+// mat-vec kernels), else AVX2 (AVX2+FMA+F16C), else portable. No function allocates except
+// quantize_activations when `out.bytes` must grow. The kernel sets' shared internals (packed
+// layout offsets, the portable activation quantizers) are private: engine/cpu/quant_internal.h.
 
 #include <cstddef>
 #include <cstdint>
@@ -146,28 +148,5 @@ struct QuantKernels {
 };
 // REQUIRES: kernel_isa_available(isa).
 const QuantKernels& quant_kernels(KernelIsa isa);
-
-namespace detail {
-const QuantKernels& portable_kernels();
-const QuantKernels& avx2_kernels();    // quant_avx2.cpp; call only when the CPU can run it
-const QuantKernels& avx512_kernels();  // quant_avx512.cpp; call only when the CPU can run it
-// Packed-layout helpers shared by the kernel sets (offsets inside a group; see above).
-size_t packed_group_bytes(GgmlType type, int64_t n);  // bytes of one group of kPackRows rows
-inline size_t packed_block_quant_bytes(GgmlType type) { return type == GgmlType::Q4_0 ? 256 : 512; }
-inline size_t packed_pair_bytes(GgmlType type) { return 64 + 2 * packed_block_quant_bytes(type); }
-inline size_t packed_scales_offset(GgmlType type, int64_t b) {
-  return static_cast<size_t>(b / 2) * packed_pair_bytes(type) + static_cast<size_t>(b % 2) * 32;
-}
-inline size_t packed_quants_offset(GgmlType type, int64_t b) {
-  return static_cast<size_t>(b / 2) * packed_pair_bytes(type) + 64 +
-         static_cast<size_t>(b % 2) * packed_block_quant_bytes(type);
-}
-// Helpers shared by both kernel sets (portable code).
-size_t activation_bytes(GgmlType weight_type, int64_t n);
-void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n);
-void quantize_row_q8_k(const float* x, BlockQ8_K* y, int64_t n);
-// Fills out.block_sums from the Q8_0 blocks in out.bytes (both kernel sets call it).
-void fill_block_sums(ActivationBuffer& out);
-}  // namespace detail
 
 }  // namespace kakeya::engine

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/cpu/quant.h"
+#include "engine/cpu/quant_internal.h"
 
 #if defined(__clang__)
 #pragma clang fp contract(off)

@@ -14,15 +14,6 @@
 
 namespace kakeya::engine {
 
-size_t peak_rss_bytes() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return static_cast<size_t>(std::stoull(line.substr(6))) * 1024;
-  }
-  return 0;
-}
-
 Result<GreedyRun> run_greedy(LlamaContext& ctx, const KvPolicy& policy,
                              const std::vector<int32_t>& prompt, int decode_tokens) {
   ctx.kv().clear();

@@ -68,7 +68,4 @@ struct NiahEvalConfig {
 Result<nlohmann::json> run_niah_eval(const LlamaModel& model, const Tokenizer& tok,
                                      const NiahEvalConfig& cfg);
 
-// Peak resident set size of this process (VmHWM), bytes; 0 when unavailable.
-size_t peak_rss_bytes();
-
 }  // namespace kakeya::engine

@@ -38,6 +38,11 @@ struct SampleStats {
 SampleStats summarize(std::vector<double> values);
 nlohmann::json to_json(const SampleStats& s);
 
+// Peak resident set size of this process (VmHWM from /proc/self/status), bytes; 0 when
+// unavailable. The process's own peak: a parent's wait4 ru_maxrss can report the parent's peak
+// instead when the child was started with vfork/posix_spawn.
+size_t peak_rss_bytes();
+
 // Seconds elapsed on the steady clock since `start`.
 double seconds_since(std::chrono::steady_clock::time_point start);
 

@@ -10,6 +10,7 @@
 #include "engine/gguf.h"
 #include "engine/llama.h"
 #include "engine/cpu/quant.h"
+#include "engine/gguf_writer.h"
 #include "engine/tokenizer.h"
 #include "tests/harness/paths.h"
 
