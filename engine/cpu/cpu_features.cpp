@@ -1,5 +1,7 @@
 #include "engine/cpu/cpu_features.h"
 
+#include <cstring>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
@@ -43,6 +45,19 @@ CpuFeatures detect() {
     f.avx512bw = f.avx512f && (b & (1u << 30)) != 0;
     f.avx512vl = f.avx512f && (b & (1u << 31)) != 0;
     f.avx512vnni = f.avx512f && (c & (1u << 11)) != 0;
+  }
+  // Brand string: leaves 0x80000002..4, 16 bytes each, NUL-padded.
+  if (__get_cpuid(0x80000000, &a, &b, &c, &d) != 0 && a >= 0x80000004) {
+    char brand[49] = {};
+    for (unsigned leaf = 0; leaf < 3; ++leaf) {
+      __cpuid(0x80000002 + leaf, a, b, c, d);
+      const unsigned regs[4] = {a, b, c, d};
+      std::memcpy(brand + 16 * leaf, regs, 16);
+    }
+    f.brand = brand;
+    const auto first = f.brand.find_first_not_of(' ');
+    const auto last = f.brand.find_last_not_of(' ');
+    f.brand = first == std::string::npos ? "" : f.brand.substr(first, last - first + 1);
   }
 #elif defined(__aarch64__) || defined(__ARM_NEON)
   f.neon = true;  // Advanced SIMD is mandatory on AArch64.

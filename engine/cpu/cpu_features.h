@@ -16,6 +16,7 @@ struct CpuFeatures {
   bool avx512vl = false;
   bool avx512vnni = false;
   bool neon = false;
+  std::string brand;  // the CPU's brand string (cpuid 0x80000002..4), "" where there is none
 
   // True when the *_avx2.cpp kernels may run: AVX2 + FMA + F16C with OS-enabled YMM state.
   bool can_run_avx2() const { return avx2 && fma && f16c; }

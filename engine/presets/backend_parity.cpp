@@ -4,8 +4,9 @@
 #include <cmath>
 #include <string>
 
-#include "engine/llama.h"
 #include "engine/cpu/quant.h"
+#include "engine/llama.h"
+#include "engine/presets/reference_ops.h"
 #include "engine/presets/report.h"
 #include "engine/sampling.h"
 #include "engine/tokenizer.h"
@@ -14,35 +15,6 @@ namespace kakeya::engine {
 namespace {
 
 using nlohmann::json;
-
-// y[n_out] = W·x with the portable kernels (activations converted like the decode path).
-void ref_matvec(const QuantKernels& K, const WeightMatrix& w, const float* x, float* y) {
-  ActivationBuffer act;
-  K.quantize_activations(w.type, x, w.n_in, act);
-  for (int64_t r = 0; r < w.n_out; ++r) y[r] = K.vec_dot(w.type, w.row(r), act);
-}
-
-void ref_rms_norm(const float* x, const std::vector<float>& w, int64_t n, float eps, float* y) {
-  double sum = 0.0;
-  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
-  const float scale = 1.0f / std::sqrt(static_cast<float>(sum / static_cast<double>(n)) + eps);
-  for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * scale) * w[static_cast<size_t>(i)];
-}
-
-void ref_rope(float* x, int64_t n_heads, const LlamaHparams& hp, int64_t pos) {
-  const float theta_scale = std::pow(hp.rope_freq_base, -2.0f / static_cast<float>(hp.rope_dim));
-  for (int64_t h = 0; h < n_heads; ++h) {
-    float theta = static_cast<float>(pos);
-    float* v = x + h * hp.head_dim;
-    for (int64_t i = 0; i < hp.rope_dim; i += 2) {
-      const float c = std::cos(theta), s = std::sin(theta);
-      const float x0 = v[i], x1 = v[i + 1];
-      v[i] = x0 * c - x1 * s;
-      v[i + 1] = x0 * s + x1 * c;
-      theta *= theta_scale;
-    }
-  }
-}
 
 const std::vector<std::string>& default_prompts() {
   static const std::vector<std::string> p = {
@@ -85,66 +57,58 @@ Result<std::vector<float>> reference_logits(const LlamaModel& model, std::span<c
                                          std::to_string(tokens[i]));
     }
   }
-  const QuantKernels& K = quant_kernels(KernelIsa::Portable);
   const size_t n = tokens.size();
   const size_t E = static_cast<size_t>(hp.n_embd), F = static_cast<size_t>(hp.n_ff);
   const size_t HD = static_cast<size_t>(hp.head_dim);
   const size_t QD = static_cast<size_t>(hp.n_head) * HD, KD = static_cast<size_t>(hp.n_head_kv) * HD;
   const size_t V = static_cast<size_t>(hp.n_vocab);
-  std::vector<float> x(n * E), xn(E), q(QD), att(QD), tmp(E), gate(F), up(F), scores(n);
+  std::vector<float> x(n * E), xn(E), q(QD), att(QD), tmp(E), gate(F), up(F);
   std::vector<std::vector<float>> kc(W.layers.size(), std::vector<float>(n * KD));
   std::vector<std::vector<float>> vc(W.layers.size(), std::vector<float>(n * KD));
+  std::vector<int32_t> positions(n);
+  for (size_t t = 0; t < n; ++t) positions[t] = static_cast<int32_t>(t);
+  struct Norms {
+    std::vector<float> attn, ffn;
+  };
+  std::vector<Norms> norms;
+  for (const LlamaLayerWeights& L : W.layers) norms.push_back({reference::dequantize(L.attn_norm), reference::dequantize(L.ffn_norm)});
+  const std::vector<float> output_norm = reference::dequantize(W.output_norm);
   std::vector<float> logits(n * V);
   for (size_t t = 0; t < n; ++t) {
     float* xt = x.data() + t * E;
-    K.dequantize_row(W.token_embd.type, W.token_embd.row(tokens[t]), xt, hp.n_embd);
+    quant_kernels(KernelIsa::Portable).dequantize_row(W.token_embd.type, W.token_embd.row(tokens[t]), xt, hp.n_embd);
     for (size_t il = 0; il < W.layers.size(); ++il) {
       const LlamaLayerWeights& L = W.layers[il];
-      ref_rms_norm(xt, L.attn_norm, hp.n_embd, hp.rms_eps, xn.data());
+      reference::rms_norm(xt, norms[il].attn.data(), hp.n_embd, hp.rms_eps, xn.data());
       float* k = kc[il].data() + t * KD;
       float* v = vc[il].data() + t * KD;
-      ref_matvec(K, L.wq, xn.data(), q.data());
-      ref_matvec(K, L.wk, xn.data(), k);
-      ref_matvec(K, L.wv, xn.data(), v);
-      ref_rope(q.data(), hp.n_head, hp, static_cast<int64_t>(t));
-      ref_rope(k, hp.n_head_kv, hp, static_cast<int64_t>(t));
-      const float scale = 1.0f / std::sqrt(static_cast<float>(HD));
+      reference::matvec(L.wq, xn.data(), q.data());
+      reference::matvec(L.wk, xn.data(), k);
+      reference::matvec(L.wv, xn.data(), v);
+      reference::rope(q.data(), hp.n_head, hp.head_dim, hp.rope_dim, hp.rope_freq_base, static_cast<int64_t>(t));
+      reference::rope(k, hp.n_head_kv, hp.head_dim, hp.rope_dim, hp.rope_freq_base, static_cast<int64_t>(t));
       for (size_t h = 0; h < static_cast<size_t>(hp.n_head); ++h) {
         const size_t g = h / static_cast<size_t>(hp.n_gqa());
-        float mx = -INFINITY;
-        for (size_t s = 0; s <= t; ++s) {
-          float dot = 0;
-          for (size_t d = 0; d < HD; ++d) dot += q[h * HD + d] * kc[il][s * KD + g * HD + d];
-          scores[s] = dot * scale;
-          mx = std::max(mx, scores[s]);
-        }
-        double sum = 0;
-        for (size_t s = 0; s <= t; ++s) {
-          scores[s] = std::exp(scores[s] - mx);
-          sum += scores[s];
-        }
-        for (size_t d = 0; d < HD; ++d) att[h * HD + d] = 0;
-        for (size_t s = 0; s <= t; ++s) {
-          const float p = static_cast<float>(scores[s] / sum);
-          for (size_t d = 0; d < HD; ++d) att[h * HD + d] += p * vc[il][s * KD + g * HD + d];
-        }
+        // Causal: the slots of every position so far (no window).
+        const KvSlots slots{t + 1, KD, positions.data(), kc[il].data() + g * HD, vc[il].data() + g * HD};
+        reference::attention_head(q.data() + h * HD, slots, static_cast<int32_t>(t), hp.head_dim, att.data() + h * HD);
       }
-      ref_matvec(K, L.wo, att.data(), tmp.data());
+      reference::matvec(L.wo, att.data(), tmp.data());
       for (size_t i = 0; i < E; ++i) xt[i] += tmp[i];
-      ref_rms_norm(xt, L.ffn_norm, hp.n_embd, hp.rms_eps, xn.data());
-      ref_matvec(K, L.w_gate, xn.data(), gate.data());
-      ref_matvec(K, L.w_up, xn.data(), up.data());
-      for (size_t i = 0; i < F; ++i) gate[i] = (gate[i] / (1.0f + std::exp(-gate[i]))) * up[i];
-      ref_matvec(K, L.w_down, gate.data(), tmp.data());
+      reference::rms_norm(xt, norms[il].ffn.data(), hp.n_embd, hp.rms_eps, xn.data());
+      reference::matvec(L.w_gate, xn.data(), gate.data());
+      reference::matvec(L.w_up, xn.data(), up.data());
+      reference::swiglu(gate.data(), up.data(), F);
+      reference::matvec(L.w_down, gate.data(), tmp.data());
       for (size_t i = 0; i < E; ++i) xt[i] += tmp[i];
     }
-    ref_rms_norm(xt, W.output_norm, hp.n_embd, hp.rms_eps, xn.data());
-    ref_matvec(K, W.output, xn.data(), logits.data() + t * V);
+    reference::rms_norm(xt, output_norm.data(), hp.n_embd, hp.rms_eps, xn.data());
+    reference::matvec(W.output, xn.data(), logits.data() + t * V);
   }
   return logits;
 }
 
-Result<json> run_backend_parity(const BackendParityConfig& c) {
+Result<json> run_backend_parity(const BackendParityConfig& c, Backend& backend) {
   KAKEYA_ASSIGN_OR_RETURN(LlamaModel model, LlamaModel::load(c.model));
   KAKEYA_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::from_gguf(model.gguf()));
   const std::vector<std::string>& prompts = c.prompts.empty() ? default_prompts() : c.prompts;
@@ -154,7 +118,8 @@ Result<json> run_backend_parity(const BackendParityConfig& c) {
     json samples = json::array();
     Diff total;
   };
-  Arm batched{"cpu-batched"}, decode{"cpu-decode"};
+  const std::string used = backend.info().name;
+  Arm batched{used + "-batched"}, decode{used + "-decode"};
   json ref_samples = json::array();
   size_t longest = 0;
   std::vector<std::vector<int32_t>> ids;
@@ -162,7 +127,9 @@ Result<json> run_backend_parity(const BackendParityConfig& c) {
     ids.push_back(tok.encode(p, true));
     longest = std::max(longest, ids.back().size());
   }
-  LlamaContext ctx(model, ContextOptions{std::max<size_t>(longest, 1), c.threads});
+  KAKEYA_ASSIGN_OR_RETURN(std::unique_ptr<LlamaContext> context,
+                          LlamaContext::create(model, backend, ContextOptions{std::max<size_t>(longest, 1)}));
+  LlamaContext& ctx = *context;
   for (size_t i = 0; i < ids.size(); ++i) {
     const std::string id = "prompt-" + std::to_string(i);
     KAKEYA_ASSIGN_OR_RETURN(std::vector<float> ref, reference_logits(model, ids[i]));
@@ -198,17 +165,17 @@ Result<json> run_backend_parity(const BackendParityConfig& c) {
   json comparisons = json::array();
   for (const Arm* arm : {&batched, &decode}) {
     const bool b = arm == &batched;
-    arms.push_back({{"name", arm->name},
+    json arm_j = {{"name", arm->name},
                     {"role", "candidate"},
-                    {"backend_requested", "cpu"},
-                    {"backend_used", "cpu"},
                     {"config", {{"path", b ? "LlamaContext batched eval (all_logits)" : "LlamaContext one-token eval"},
-                                {"kernels", kernel_isa_name(active_kernel_isa())},
-                                {"threads", c.threads}}},
+                                {"kernels", backend.info().kernel_set},
+                                {"threads", backend.info().threads}}},
                     {"samples", arm->samples},
                     {"aggregates", {{"argmax_agreement", static_cast<double>(arm->total.agree) / arm->total.positions},
                                     {"positions", arm->total.positions},
-                                    {"max_abs_dlogit", arm->total.max_abs}}}});
+                                    {"max_abs_dlogit", arm->total.max_abs}}}};
+    arm_j.update(arm_backend(c.backend, backend));
+    arms.push_back(std::move(arm_j));
     comparisons.push_back({{"baseline", "reference"},
                            {"candidate", arm->name},
                            {"metric", "max_abs_dlogit"},
@@ -216,16 +183,9 @@ Result<json> run_backend_parity(const BackendParityConfig& c) {
                            {"argmax_agreement", static_cast<double>(arm->total.agree) / arm->total.positions},
                            {"claim", "parity"}});
   }
-  json r;
-  r["kind"] = "backend-parity";
-  r["schema_version"] = 1;
-  r["created_at"] = utc_now_rfc3339();
-  r["config"] = {{"model", c.model}, {"prompts", prompts.size()}, {"threads", c.threads},
-                 {"backends", {"cpu", "reference"}}};
-  r["env"] = env_summary();
-  r["model"] = model_provenance(model);
-  r["engine"] = engine_info(c.threads);
-  r["synthetic"] = model.synthetic();
+  json r = report_envelope("backend-parity", c.backend, backend, &model, &ctx.weights());
+  r["config"] = {{"model", c.model}, {"prompts", prompts.size()}, {"threads", backend.info().threads},
+                 {"backends", {used, "reference"}}};
   r["arms"] = arms;
   r["comparisons"] = comparisons;
   return r;

@@ -1,17 +1,17 @@
 #pragma once
-// backend-parity: the engine's CPU backend against a second implementation, over a prompt set —
-// argmax agreement and max |Δlogit| at every prompt position.
+// backend-parity: an engine backend (backend.h) against a second implementation, over a prompt
+// set — argmax agreement and max |Δlogit| at every prompt position.
 //
-// Today the second backend is `reference`: a single-threaded scalar forward pass written
-// independently of LlamaContext (no sgemm, no thread pool, no fused matmuls) that uses the
-// portable kernels (quant_kernels(KernelIsa::Portable)) for every dot product, with activations
-// converted per token exactly like the decode path (quantize_activations), rmsnorm sums in double,
-// ggml rope mode 0, causal softmax attention with a double-precision denominator. The CPU backend
-// is measured twice: `cpu-batched` (one eval of the prompt, all_logits, the context's batched
-// MatmulMode) and `cpu-decode` (one token per eval). The Vulkan backend will plug in as another arm.
+// Today the second implementation is `reference`: a single-threaded scalar forward pass written
+// independently of LlamaContext and of every backend (no sgemm, no thread pool, no fused
+// matmuls) from the scalar reference ops (presets/reference_ops.h): the portable kernels for every
+// dot product, activations converted per token exactly like the CPU decode path, rmsnorm sums in
+// double, ggml rope mode 0, causal softmax attention with a double-precision denominator. The
+// backend under test is measured twice: `<backend>-batched` (one eval of the prompt, all_logits)
+// and `<backend>-decode` (one token per eval), e.g. cpu-batched and cpu-decode.
 //
-// Report (kind "backend-parity"): config, env, model provenance, engine, arms[] (cpu-batched,
-// cpu-decode = candidates, reference = baseline; per-prompt samples with argmax agreement and
+// Report (kind "backend-parity"): config, env, model provenance, engine, arms[] (the two backend
+// arms = candidates, reference = baseline; per-prompt samples with argmax agreement and
 // max |Δlogit| against the reference), comparisons[] (metric max_abs_dlogit, claim "parity"),
 // aggregates {argmax_agreement (fraction of positions), max_abs_dlogit}.
 #include <cstdint>
@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bridge/result.h"
+#include "engine/backend.h"
 #include "engine/model.h"
 
 namespace kakeya::engine {
@@ -33,9 +34,10 @@ Result<std::vector<float>> reference_logits(const LlamaModel& model, std::span<c
 struct BackendParityConfig {
   std::string model;
   std::vector<std::string> prompts;  // empty: a built-in set of 5 prompts
-  int threads = 1;
+  std::string backend = "cpu";       // as requested (--backend): reports compare it with what ran
 };
 
-Result<nlohmann::json> run_backend_parity(const BackendParityConfig& config);
+// Errors: model and tokenizer load errors, context errors.
+Result<nlohmann::json> run_backend_parity(const BackendParityConfig& config, Backend& backend);
 
 }  // namespace kakeya::engine

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "bridge/version.h"
+#include "engine/presets/report.h"
 
 #if defined(KAKEYA_HAVE_VULKAN_HEADERS)
 #define VK_NO_PROTOTYPES
@@ -222,7 +223,20 @@ nlohmann::json probe_build() {
           {"build", build_info()}};
 }
 
-nlohmann::json env_probe_report() {
+nlohmann::json probe_backends() {
+  nlohmann::json out = nlohmann::json::array();
+  for (const std::string& name : known_backends()) {
+    auto b = open_backend(name);
+    if (b.ok()) {
+      out.push_back({{"name", name}, {"available", true}, {"info", to_json(b.value()->info())}});
+    } else {
+      out.push_back({{"name", name}, {"available", false}, {"reason", b.error().str()}});
+    }
+  }
+  return out;
+}
+
+nlohmann::json env_probe_report(const std::string& backend_requested, const Backend& backend) {
   nlohmann::json r;
   r["kind"] = "env-probe";
   r["schema_version"] = 1;
@@ -233,11 +247,9 @@ nlohmann::json env_probe_report() {
   const nlohmann::json b = probe_build();
   r["os"] = b["os"];
   r["build"] = b["build"];
-  r["engine"] = {{"version", engine_version()}, {"backend", "cpu"}};
-  char buf[32];
-  const std::time_t t = std::time(nullptr);
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  r["created_at"] = buf;
+  r["backends"] = probe_backends();
+  r["engine"] = engine_info(backend_requested, backend);
+  r["created_at"] = utc_now_rfc3339();
   return r;
 }
 

@@ -2,7 +2,11 @@
 // The environment probe: a JSON description of the real machine the engine runs on.
 // Every value is read from the machine (procfs, uname, OpenBLAS, the Vulkan loader);
 // nothing is assumed. Missing sources are reported as null with a reason, never guessed.
+#include <string>
+
 #include <nlohmann/json.hpp>
+
+#include "engine/backend.h"
 
 namespace kakeya::engine {
 
@@ -20,8 +24,13 @@ nlohmann::json probe_vulkan();
 // OS (uname), build info and engine version.
 nlohmann::json probe_build();
 
+// Every backend open_backend knows, opened with default options: [{name, available, info
+// (to_json(BackendInfo)) or reason}].
+nlohmann::json probe_backends();
+
 // The whole env-probe report: {kind: "env-probe", schema_version: 1, cpu, memory, openblas,
-// vulkan, os, build, engine{version}, created_at}.
-nlohmann::json env_probe_report();
+// vulkan, os, build, backends (probe_backends), engine (engine_info of `backend`, the one the
+// command opened for --backend), created_at}.
+nlohmann::json env_probe_report(const std::string& backend_requested, const Backend& backend);
 
 }  // namespace kakeya::engine

@@ -1,12 +1,22 @@
 #include "engine/presets/kv_calibrate.h"
 
 #include <algorithm>
-#include <iostream>
+#include <sstream>
 
 #include "engine/presets/niah.h"
 #include "engine/presets/niah_eval.h"
 
 namespace kakeya::engine {
+namespace {
+
+// A score as an ostream prints it (6 significant digits).
+std::string number(double v) {
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
+
+}  // namespace
 
 std::vector<int32_t> niah_answer_ids(const Tokenizer& tok, const std::string& prompt,
                                      const std::string& answer) {
@@ -29,8 +39,8 @@ nlohmann::json KvCalibration::to_json() const {
           {"policy", engine::to_json(policy)}};
 }
 
-Result<KvCalibration> kv_calibrate(const LlamaModel& model, const Tokenizer& tok,
-                                   const KvCalibrateConfig& cfg) {
+Result<KvCalibration> kv_calibrate(const LlamaModel& model, const Tokenizer& tok, Backend& backend,
+                                   const KvCalibrateConfig& cfg, const Progress& progress) {
   if (!cfg.base.bounded()) return make_error("bad_param", "kv-calibrate: --window must be > 0");
   struct Item {
     std::vector<int32_t> prompt, answer;
@@ -45,10 +55,10 @@ Result<KvCalibration> kv_calibrate(const LlamaModel& model, const Tokenizer& tok
     }
   }
   ContextOptions o;
-  o.n_threads = cfg.threads;
   o.n_batch = cfg.n_batch;
   o.n_ctx = std::max(static_cast<size_t>(model.hparams().n_ctx_train), longest);
-  LlamaContext ctx(model, o);
+  KAKEYA_ASSIGN_OR_RETURN(std::unique_ptr<LlamaContext> context, LlamaContext::create(model, backend, o));
+  LlamaContext& ctx = *context;
   const size_t L = ctx.kv().shape().n_layer, H = ctx.kv().shape().n_head_kv;
   auto score = [&](const KvPolicy& p) -> Result<double> {
     double sum = 0;
@@ -66,13 +76,13 @@ Result<KvCalibration> kv_calibrate(const LlamaModel& model, const Tokenizer& tok
   bounded.exact_layers.clear();
   bounded.exact_heads.clear();
   KAKEYA_ASSIGN_OR_RETURN(c.bounded_score, score(bounded));
-  std::cerr << "kv-calibrate: full " << c.full_score << ", bounded " << c.bounded_score << "\n";
+  report_progress(progress, "full " + number(c.full_score) + ", bounded " + number(c.bounded_score));
   for (size_t l = 0; l < L; ++l) {
     KvPolicy p = bounded;
     p.exact_layers = {static_cast<int>(l)};
     KAKEYA_ASSIGN_OR_RETURN(double s, score(p));
     c.layer_alone.push_back(s);
-    std::cerr << "kv-calibrate: layer " << l << " alone " << s << "\n";
+    report_progress(progress, "layer " + std::to_string(l) + " alone " + number(s));
   }
   c.head_alone.assign(L, std::vector<double>(H, 0.0));
   if (cfg.heads) {
@@ -112,8 +122,8 @@ Result<KvCalibration> kv_calibrate(const LlamaModel& model, const Tokenizer& tok
     else cur.exact_layers.push_back(best_unit.first);
     cur_score = best;
     c.steps.push_back({best_unit, best});
-    std::cerr << "kv-calibrate: + layer " << best_unit.first << " head " << best_unit.second
-              << " -> " << best << "\n";
+    report_progress(progress, "+ layer " + std::to_string(best_unit.first) + " head " +
+                                  std::to_string(best_unit.second) + " -> " + number(best));
   }
   std::sort(cur.exact_layers.begin(), cur.exact_layers.end());
   std::sort(cur.exact_heads.begin(), cur.exact_heads.end());

@@ -20,6 +20,7 @@
 #include "bridge/result.h"
 #include "engine/kv_policy.h"
 #include "engine/llama.h"
+#include "engine/presets/report.h"
 #include "engine/tokenizer.h"
 
 namespace kakeya::engine {
@@ -32,7 +33,6 @@ struct KvCalibrateConfig {
   bool heads = true;          // select KV heads (else whole layers)
   int budget = 4;             // max selected units
   double target_gap = 0.05;   // nats/token below the full cache's score
-  int threads = 1;
   size_t n_batch = 64;
 };
 
@@ -49,8 +49,9 @@ struct KvCalibration {
 std::vector<int32_t> niah_answer_ids(const Tokenizer& tok, const std::string& prompt,
                                      const std::string& answer);
 
-// Errors: "bad_param" (base policy not bounded, bad NIAH params), evaluation errors.
-Result<KvCalibration> kv_calibrate(const LlamaModel& model, const Tokenizer& tok,
-                                   const KvCalibrateConfig& cfg);
+// Runs on `backend`; `progress` gets the scores as they are found. Errors: "bad_param" (base
+// policy not bounded, bad NIAH params), evaluation errors.
+Result<KvCalibration> kv_calibrate(const LlamaModel& model, const Tokenizer& tok, Backend& backend,
+                                   const KvCalibrateConfig& cfg, const Progress& progress = {});
 
 }  // namespace kakeya::engine

@@ -1,10 +1,8 @@
 #include "engine/presets/kv_quant_eval.h"
 
 #include <algorithm>
-#include <iostream>
 
 #include "engine/kv_policy.h"
-#include "engine/kv_policy_layer.h"
 #include "engine/kv_quant.h"
 #include "engine/presets/niah.h"
 #include "engine/presets/niah_eval.h"
@@ -12,19 +10,52 @@
 
 namespace kakeya::engine {
 
+namespace {
+
+// The K and V rows of every slot of layer `il`, [n_slots][n_head_kv · head_dim] each.
+void layer_rows(const KvCache& kv, size_t il, std::vector<float>& k, std::vector<float>& v) {
+  const size_t H = kv.shape().n_head_kv, hd = kv.shape().head_dim, row = H * hd;
+  std::vector<float> hk, hv;
+  for (size_t h = 0; h < H; ++h) {
+    kv.layer(il).read_head(h, nullptr, &hk, &hv);
+    const size_t n = hk.size() / hd;
+    k.resize(n * row);
+    v.resize(n * row);
+    for (size_t s = 0; s < n; ++s) {
+      std::copy_n(hk.data() + s * hd, hd, k.data() + s * row + h * hd);
+      std::copy_n(hv.data() + s * hd, hd, v.data() + s * row + h * hd);
+    }
+  }
+}
+
+// Σ over layers and values of k² + v² (the weight of a prompt's relative MSE in the aggregate).
+double kv_energy(const KvCache& kv) {
+  double energy = 0;
+  std::vector<float> k, v;
+  for (size_t il = 0; il < kv.n_layer(); ++il) {
+    layer_rows(kv, il, k, v);
+    for (size_t i = 0; i < k.size(); ++i)
+      energy += static_cast<double>(k[i]) * k[i] + static_cast<double>(v[i]) * v[i];
+  }
+  return energy;
+}
+
+}  // namespace
+
 KvQuantError kv_quant_error(const KvCache& kv, int bits, size_t group) {
   KvQuantError e;
   double err_all = 0, energy_all = 0;
+  const size_t row = kv.shape().n_head_kv * kv.shape().head_dim;
+  AffineRowCodec codec(row, std::min(group, row), bits);
+  std::vector<uint8_t> buf(codec.bytes_per_row());
+  std::vector<float> back(row), k, v;
   for (size_t il = 0; il < kv.n_layer(); ++il) {
-    const KvSlots s = kv.layer(il).view();
-    const size_t row = s.row_stride;
-    AffineRowCodec codec(row, std::min(group, row), bits);
-    std::vector<uint8_t> buf(codec.bytes_per_row());
-    std::vector<float> back(row);
+    layer_rows(kv, il, k, v);
+    const size_t n_slots = k.size() / row;
     double err = 0, energy = 0;
-    for (const float* base : {s.k, s.v}) {
-      for (size_t t = 0; t < s.n_slots; ++t) {
-        const float* x = base + t * row;
+    for (const std::vector<float>* rows : {&k, &v}) {
+      for (size_t t = 0; t < n_slots; ++t) {
+        const float* x = rows->data() + t * row;
         codec.encode(x, buf.data());
         codec.decode(buf.data(), back.data());
         for (size_t i = 0; i < row; ++i) {
@@ -42,8 +73,8 @@ KvQuantError kv_quant_error(const KvCache& kv, int bits, size_t group) {
   return e;
 }
 
-Result<nlohmann::json> run_kv_quant_eval(const LlamaModel& model, const Tokenizer& tok,
-                                         const KvQuantEvalConfig& cfg) {
+Result<nlohmann::json> run_kv_quant_eval(const LlamaModel& model, const Tokenizer& tok, Backend& backend,
+                                         const KvQuantEvalConfig& cfg, const Progress& progress) {
   using nlohmann::json;
   for (int b : cfg.bits)
     if (b != 8 && b != 4) return make_error("bad_param", "kv-quant-eval: bits " + std::to_string(b) + " is not 8 or 4");
@@ -64,11 +95,11 @@ Result<nlohmann::json> run_kv_quant_eval(const LlamaModel& model, const Tokenize
     }
   }
   ContextOptions o;
-  o.n_threads = cfg.threads;
   o.n_batch = cfg.n_batch;
   o.n_ctx = std::max(static_cast<size_t>(model.hparams().n_ctx_train),
                      longest + static_cast<size_t>(cfg.decode_tokens));
-  LlamaContext ctx(model, o);
+  KAKEYA_ASSIGN_OR_RETURN(std::unique_ptr<LlamaContext> context, LlamaContext::create(model, backend, o));
+  LlamaContext& ctx = *context;
 
   std::vector<int> arm_bits = {32};
   arm_bits.insert(arm_bits.end(), cfg.bits.begin(), cfg.bits.end());
@@ -95,12 +126,7 @@ Result<nlohmann::json> run_kv_quant_eval(const LlamaModel& model, const Tokenize
         const KvQuantError e = kv_quant_error(ctx.kv(), bits, cfg.group);
         rel_mse = e.rel_mse;
         per_layer = e.per_layer;
-        double energy = 0;
-        for (size_t il = 0; il < ctx.kv().n_layer(); ++il) {
-          const KvSlots s = ctx.kv().layer(il).view();
-          for (size_t i = 0; i < s.n_slots * s.row_stride; ++i)
-            energy += static_cast<double>(s.k[i]) * s.k[i] + static_cast<double>(s.v[i]) * s.v[i];
-        }
+        const double energy = kv_energy(ctx.kv());
         err_sum += rel_mse * energy;
         energy_sum += energy;
       }
@@ -108,14 +134,8 @@ Result<nlohmann::json> run_kv_quant_eval(const LlamaModel& model, const Tokenize
       // Measured bits per value from the storage the decoding cache holds.
       double vb = 0, nv = 0;
       for (size_t il = 0; il < ctx.kv().n_layer(); ++il) {
-        if (const auto* pl = dynamic_cast<const PolicyKvLayer*>(&ctx.kv().layer(il))) {
-          vb += 8.0 * static_cast<double>(pl->kv_value_bytes());
-          nv += static_cast<double>(pl->kv_values());
-        } else {
-          const KvSlots s = ctx.kv().layer(il).view();
-          vb += 8.0 * 2 * static_cast<double>(s.n_slots * s.row_stride * sizeof(float));
-          nv += 2 * static_cast<double>(s.n_slots * s.row_stride);
-        }
+        vb += 8.0 * static_cast<double>(ctx.kv().layer(il).kv_value_bytes());
+        nv += static_cast<double>(ctx.kv().layer(il).kv_values());
       }
       bpv_bits += vb;
       bpv_values += nv;
@@ -130,14 +150,12 @@ Result<nlohmann::json> run_kv_quant_eval(const LlamaModel& model, const Tokenize
                          {"bits_per_value", nv > 0 ? vb / nv : 0.0}, {"rel_mse", rel_mse},
                          {"rel_mse_per_layer", per_layer}, {"prefill_s", run.prefill_s},
                          {"decode_s", run.decode_s}});
-      std::cerr << "kv-quant-eval: " << name << " " << pr.id << " recall=" << rec << " \"" << text << "\"\n";
+      report_progress(progress, name + " " + pr.id + " recall=" + (rec ? "1" : "0") + " \"" + text + "\"");
     }
     recall[ai] = prompts.empty() ? 0.0 : static_cast<double>(hits) / static_cast<double>(prompts.size());
     kv_med[ai] = summarize(kvb).median;
-    arms.push_back({{"name", name},
+    json arm_j = {{"name", name},
                     {"role", bits == 32 ? "oracle" : "candidate"},
-                    {"backend_requested", "cpu"},
-                    {"backend_used", "cpu"},
                     {"timing_scope", "e2e"},
                     {"config", {{"kv_bits", bits}, {"group", cfg.group}}},
                     {"samples", samples},
@@ -146,7 +164,9 @@ Result<nlohmann::json> run_kv_quant_eval(const LlamaModel& model, const Tokenize
                       {"bits_per_value", bpv_values > 0 ? bpv_bits / bpv_values : 0.0},
                       {"rel_mse", energy_sum > 0 ? err_sum / energy_sum : 0.0},
                       {"resident_kv_bytes_measured", true},
-                      {"resident_kv_bytes_median", kv_med[ai]}}}});
+                      {"resident_kv_bytes_median", kv_med[ai]}}}};
+    arm_j.update(arm_backend(cfg.backend, backend));
+    arms.push_back(std::move(arm_j));
   }
   for (size_t ai = 1; ai < arm_bits.size(); ++ai) {
     const std::string name = arms[ai]["name"];
@@ -155,16 +175,10 @@ Result<nlohmann::json> run_kv_quant_eval(const LlamaModel& model, const Tokenize
     comparisons.push_back({{"baseline", "identity"}, {"candidate", name}, {"metric", "resident_kv_bytes"},
                            {"claim", "memory_saving"}, {"ratio", kv_med[ai] > 0 ? kv_med[0] / kv_med[ai] : 0.0}});
   }
-  json r;
-  r["kind"] = "kv-quant-eval";
-  r["schema_version"] = 1;
-  r["created_at"] = utc_now_rfc3339();
+  json r = report_envelope("kv-quant-eval", cfg.backend, backend, &model, &ctx.weights());
   r["config"] = {{"seed", cfg.seed}, {"lines", cfg.lines}, {"samples", cfg.samples},
                  {"decode_tokens", cfg.decode_tokens}, {"bits", cfg.bits}, {"group", cfg.group},
                  {"temperature", 0}, {"rel_mse", "energy-weighted over layers and K/V"}};
-  r["model"] = model_provenance(model);
-  r["engine"] = engine_info(cfg.threads);
-  r["env"] = env_summary();
   r["arms"] = arms;
   r["comparisons"] = comparisons;
   r["peak_rss_bytes"] = peak_rss_bytes();

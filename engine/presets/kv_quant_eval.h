@@ -11,6 +11,7 @@
 
 #include "bridge/result.h"
 #include "engine/llama.h"
+#include "engine/presets/report.h"
 #include "engine/tokenizer.h"
 
 namespace kakeya::engine {
@@ -22,13 +23,14 @@ struct KvQuantEvalConfig {
   int decode_tokens = 16;
   std::vector<int> bits = {8, 4};
   size_t group = 64;
-  int threads = 1;
+  std::string backend = "cpu";  // as requested (--backend): reports compare it with what ran
   size_t n_batch = 64;
 };
 
 // Relative MSE of affine `bits` quantization (groups of `group` along each slot's full row,
-// as the quantized cache stores an all-exact layer) of every K and V row of `kv`:
-// {energy-weighted total, per layer}.
+// as the quantized cache stores an all-exact layer) of every K and V row of `kv`, read back from
+// the backend: {energy-weighted total, per layer}. REQUIRES: every layer of `kv` holds the same
+// slots for every KV head (the full policy).
 struct KvQuantError {
   double rel_mse = 0;
   std::vector<double> per_layer;
@@ -36,7 +38,8 @@ struct KvQuantError {
 KvQuantError kv_quant_error(const KvCache& kv, int bits, size_t group);
 
 // Errors: "bad_param" (bits not 4/8, NIAH params), evaluation errors.
-Result<nlohmann::json> run_kv_quant_eval(const LlamaModel& model, const Tokenizer& tok,
-                                         const KvQuantEvalConfig& cfg);
+// `progress` gets one line per sample.
+Result<nlohmann::json> run_kv_quant_eval(const LlamaModel& model, const Tokenizer& tok, Backend& backend,
+                                         const KvQuantEvalConfig& cfg, const Progress& progress = {});
 
 }  // namespace kakeya::engine

@@ -3,14 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
-#include <iostream>
 #include <map>
 #include <set>
 
 #include "engine/presets/niah.h"
 #include "engine/presets/report.h"
-#include "engine/sampling.h"
 
 namespace kakeya::engine {
 
@@ -20,16 +17,16 @@ Result<GreedyRun> run_greedy(LlamaContext& ctx, const KvPolicy& policy,
   KAKEYA_TRY(apply_kv_policy(ctx.kv(), policy));
   GreedyRun run;
   const auto t0 = std::chrono::steady_clock::now();
-  KAKEYA_ASSIGN_OR_RETURN(std::vector<float> logits, ctx.eval(prompt));
+  KAKEYA_ASSIGN_OR_RETURN(std::vector<int32_t> next, ctx.eval_argmax(prompt));
   run.prefill_s = seconds_since(t0);
   run.resident_kv_bytes = ctx.kv().resident_bytes();
   const auto t1 = std::chrono::steady_clock::now();
   for (int i = 0; i < decode_tokens; ++i) {
-    const int32_t id = argmax(logits);
+    const int32_t id = next[0];
     run.ids.push_back(id);
     if (i + 1 == decode_tokens) break;
     const int32_t one[1] = {id};
-    KAKEYA_ASSIGN_OR_RETURN(logits, ctx.eval(one));
+    KAKEYA_ASSIGN_OR_RETURN(next, ctx.eval_argmax(one));
     run.resident_kv_bytes = std::max(run.resident_kv_bytes, ctx.kv().resident_bytes());
   }
   run.decode_s = seconds_since(t1);
@@ -67,8 +64,8 @@ double median_of(std::vector<double> v) { return summarize(std::move(v)).median;
 
 }  // namespace
 
-Result<nlohmann::json> run_niah_eval(const LlamaModel& model, const Tokenizer& tok,
-                                     const NiahEvalConfig& cfg) {
+Result<nlohmann::json> run_niah_eval(const LlamaModel& model, const Tokenizer& tok, Backend& backend,
+                                     const NiahEvalConfig& cfg, const Progress& progress) {
   using nlohmann::json;
   if (cfg.arms.empty()) return make_error("bad_param", "niah-eval: no arms");
   const auto oracle_it = std::find_if(cfg.arms.begin(), cfg.arms.end(),
@@ -97,12 +94,12 @@ Result<nlohmann::json> run_niah_eval(const LlamaModel& model, const Tokenizer& t
     }
   }
   ContextOptions opts;
-  opts.n_threads = cfg.threads;
   opts.n_batch = cfg.n_batch;
   opts.n_ctx = cfg.n_ctx != 0 ? cfg.n_ctx
                               : std::max(static_cast<size_t>(model.hparams().n_ctx_train),
                                          longest + static_cast<size_t>(cfg.decode_tokens));
-  LlamaContext ctx(model, opts);
+  KAKEYA_ASSIGN_OR_RETURN(std::unique_ptr<LlamaContext> context, LlamaContext::create(model, backend, opts));
+  LlamaContext& ctx = *context;
   const KvCacheShape& shape = ctx.kv().shape();
 
   json arms = json::array();
@@ -139,19 +136,17 @@ Result<nlohmann::json> run_niah_eval(const LlamaModel& model, const Tokenizer& t
                            {"prefill_s", run.prefill_s},
                            {"decode_s", run.decode_s},
                            {"e2e_s", run.prefill_s + run.decode_s}});
-        std::cerr << "niah-eval: " << name << " " << p.id << " recall=" << rec << " kv="
-                  << run.resident_kv_bytes << " B  \"" << text << "\"\n";
+        report_progress(progress, name + " " + p.id + " recall=" + (rec ? "1" : "0") + " kv=" +
+                                      std::to_string(run.resident_kv_bytes) + " B  \"" + text + "\"");
       }
       const double n = static_cast<double>(prompts[l].size());
       const json recall = cfg.with_needle && n > 0 ? json(n_recall / n) : json(nullptr);
       const double kv_med = median_of(kv_bytes);
       recall_of[name] = cfg.with_needle && n > 0 ? n_recall / n : 0.0;
       kv_of[name] = kv_med;
-      arms.push_back(
+      json arm_j =
           {{"name", name},
            {"role", arm.role},
-           {"backend_requested", "cpu"},
-           {"backend_used", "cpu"},
            {"timing_scope", "e2e"},
            {"config", {{"policy", to_json(arm.policy)}, {"describe", arm.policy.describe()}, {"lines", l}}},
            {"samples", samples},
@@ -163,7 +158,9 @@ Result<nlohmann::json> run_niah_eval(const LlamaModel& model, const Tokenizer& t
              {"analytical_bound_bytes",
               {{"label", "analytical"},
                {"bytes", kv_policy_bound_bytes(arm.policy, shape, max_tokens, cfg.n_batch)}}},
-             {"peak_rss_bytes", peak_rss_bytes()}}}});
+             {"peak_rss_bytes", peak_rss_bytes()}}}};
+      arm_j.update(arm_backend(cfg.backend, backend));
+      arms.push_back(std::move(arm_j));
       if (&arm == &*oracle_it) oracle_name = name;
     }
     for (const NiahArm& arm : cfg.arms) {
@@ -189,19 +186,12 @@ Result<nlohmann::json> run_niah_eval(const LlamaModel& model, const Tokenizer& t
       comparisons.push_back(mc);
     }
   }
-  json r;
-  r["kind"] = "niah-eval";
-  r["schema_version"] = 1;
-  r["created_at"] = utc_now_rfc3339();
+  json r = report_envelope("niah-eval", cfg.backend, backend, &model, &ctx.weights());
   r["config"] = {{"seed", cfg.seed},       {"lines", cfg.lines},       {"samples", cfg.samples},
                  {"decode_tokens", cfg.decode_tokens}, {"with_needle", cfg.with_needle},
                  {"decoding", "greedy (argmax), no stop at EOS"},
                  {"temperature", 0},       {"n_batch", cfg.n_batch},   {"n_ctx", opts.n_ctx},
-                 {"threads", cfg.threads}, {"claim", cfg.claim}};
-  r["model"] = model_provenance(model);
-  r["engine"] = engine_info(cfg.threads);
-  r["env"] = env_summary();
-  r["synthetic"] = model.synthetic();
+                 {"threads", backend.info().threads}, {"claim", cfg.claim}};
   r["arms"] = arms;
   r["comparisons"] = comparisons;
   r["peak_rss_bytes"] = peak_rss_bytes();

@@ -11,6 +11,7 @@
 #include "bridge/result.h"
 #include "engine/kv_policy.h"
 #include "engine/llama.h"
+#include "engine/presets/report.h"
 #include "engine/tokenizer.h"
 
 namespace kakeya::engine {
@@ -24,8 +25,8 @@ struct GreedyRun {
 };
 
 // Clears ctx, installs `policy` (fresh storage, so each run measures its own allocation),
-// evaluates `prompt` and decodes `decode_tokens` tokens by argmax. Errors: apply_kv_policy's,
-// LlamaContext::eval's.
+// evaluates `prompt` and decodes `decode_tokens` tokens by argmax (read back from the backend).
+// Errors: apply_kv_policy's, LlamaContext::eval's.
 Result<GreedyRun> run_greedy(LlamaContext& ctx, const KvPolicy& policy,
                              const std::vector<int32_t>& prompt, int decode_tokens);
 
@@ -48,15 +49,16 @@ struct NiahEvalConfig {
   int decode_tokens = 16;
   bool with_needle = true;   // false: control workload, recall null
   bool claim = true;         // emit "recall" / "memory_saving" comparisons for the gate
-  int threads = 1;
+  std::string backend = "cpu";  // as requested (--backend): reports compare it with what ran
   size_t n_batch = 32;       // prefill chunk (bounds the transient window of bounded layers)
   size_t n_ctx = 0;          // 0: max(model context, longest prompt + decode_tokens)
   std::vector<NiahArm> arms; // the first arm with role "oracle" is the baseline
 };
 
-// Runs every arm on every rung (same prompts per rung) and returns the report:
+// Runs every arm on every rung (same prompts per rung) on `backend` and returns the report:
 // {kind: "niah-eval", schema_version: 1, created_at, config, model, engine, env, synthetic,
-//  arms: [{name, role, backend_requested/used: "cpu", timing_scope: "e2e", config: {policy, lines},
+//  arms: [{name, role, backend_requested (cfg.backend), backend_used (backend.info()),
+//          timing_scope: "e2e", config: {policy, lines},
 //          samples: [{prompt_id, n_lines, n_prompt_tokens, needle, answer, recall, token_ids,
 //                     text, decode_tokens, resident_kv_bytes, prefill_s, decode_s, e2e_s}],
 //          aggregates: {recall, resident_kv_bytes_measured: true, resident_kv_bytes_median,
@@ -65,7 +67,8 @@ struct NiahEvalConfig {
 //                 candidate_recall, delta_pp}, {metric: "resident_kv_bytes", ratio
 //                 (oracle / candidate median), claim: "memory_saving"}]}.
 // Errors: "bad_param" (no arms, no oracle, bad NIAH params), evaluation errors.
-Result<nlohmann::json> run_niah_eval(const LlamaModel& model, const Tokenizer& tok,
-                                     const NiahEvalConfig& cfg);
+// `progress` gets one line per sample.
+Result<nlohmann::json> run_niah_eval(const LlamaModel& model, const Tokenizer& tok, Backend& backend,
+                                     const NiahEvalConfig& cfg, const Progress& progress = {});
 
 }  // namespace kakeya::engine

@@ -8,7 +8,6 @@
 
 #include "bridge/version.h"
 #include "engine/presets/env_probe.h"
-#include "engine/cpu/quant.h"
 
 namespace kakeya::engine {
 
@@ -34,18 +33,42 @@ nlohmann::json model_provenance(const LlamaModel& model) {
             {"rms_eps", hp.rms_eps}}},
           {"tensor_types", types},
           {"output_tied", model.weights().output_tied},
-          {"packed_matrices", model.packed_matrices()},
-          {"packed_bytes", model.packed_bytes()},
           {"synthetic", model.synthetic()}};
 }
 
-nlohmann::json engine_info(int n_threads) {
-  return {{"version", engine_version()},
-          {"build", build_info()},
-          {"backend", "cpu"},
-          {"threads", n_threads},
-          {"kernel_isa", kernel_isa_name(active_kernel_isa())},
-          {"blas", "openblas"}};
+nlohmann::json engine_info(const std::string& backend_requested, const Backend& backend,
+                           const ModelWeights* weights) {
+  const BackendInfo& info = backend.info();
+  nlohmann::json j = {{"version", engine_version()},
+                      {"build", build_info()},
+                      {"backend", info.name},
+                      {"backend_requested", backend_requested},
+                      {"device", info.device},
+                      {"driver", info.driver},
+                      {"kernel_isa", info.kernel_set},
+                      {"threads", info.threads},
+                      {"options", info.options}};
+  if (weights != nullptr) j["weights"] = weights->layout;
+  return j;
+}
+
+nlohmann::json report_envelope(const std::string& kind, const std::string& backend_requested, const Backend& backend,
+                               const LlamaModel* model, const ModelWeights* weights) {
+  nlohmann::json r;
+  r["kind"] = kind;
+  r["schema_version"] = 1;
+  r["created_at"] = utc_now_rfc3339();
+  r["env"] = env_summary();
+  r["engine"] = engine_info(backend_requested, backend, weights);
+  if (model != nullptr) {
+    r["model"] = model_provenance(*model);
+    r["synthetic"] = model->synthetic();
+  }
+  return r;
+}
+
+nlohmann::json arm_backend(const std::string& backend_requested, const Backend& backend) {
+  return {{"backend_requested", backend_requested}, {"backend_used", backend.info().name}};
 }
 
 nlohmann::json env_summary() {

@@ -137,11 +137,9 @@ Result<json> verify_cost_curve(LlamaContext& ctx, const std::vector<int32_t>& pr
   return rows;
 }
 
-Result<json> run_specdecode_bench(const SpecBenchConfig& c,
-                                  const std::function<void(const std::string&)>& progress) {
-  auto say = [&](const std::string& s) {
-    if (progress) progress(s);
-  };
+Result<json> run_specdecode_bench(const SpecBenchConfig& c, Backend& backend, Backend* draft_backend,
+                                  const Progress& progress) {
+  auto say = [&](const std::string& s) { report_progress(progress, s); };
   if (c.samples < 1) return make_error("bad_param", "--samples must be >= 1");
   if (c.gen_tokens < 2) return make_error("bad_param", "--gen-tokens must be >= 2");
   if (c.block_sizes.empty()) return make_error("bad_param", "--block-sizes is empty");
@@ -151,7 +149,7 @@ Result<json> run_specdecode_bench(const SpecBenchConfig& c,
   const BenchPrompt warm = prompts.back();
   prompts.pop_back();
 
-  KAKEYA_ASSIGN_OR_RETURN(LlamaModel model, LlamaModel::load(c.model, ModelLoadOptions{.pack_rows = c.pack_rows}));
+  KAKEYA_ASSIGN_OR_RETURN(LlamaModel model, LlamaModel::load(c.model));
   KAKEYA_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::from_gguf(model.gguf()));
   std::vector<std::vector<int32_t>> ids;
   size_t longest = 0;
@@ -170,13 +168,14 @@ Result<json> run_specdecode_bench(const SpecBenchConfig& c,
   }
   ContextOptions copt;
   copt.n_ctx = n_ctx;
-  copt.n_threads = c.threads;
-  copt.batched_matmul = c.verify_mode;
-  LlamaContext target(model, copt);
+  KAKEYA_ASSIGN_OR_RETURN(std::unique_ptr<LlamaContext> target_ctx, LlamaContext::create(model, backend, copt));
+  LlamaContext& target = *target_ctx;
+  // How the backend computes verify blocks (and prefill): the CPU's batched matmul mode.
+  const std::string batched = backend.info().options.value("batched_matmul", std::string());
+  const std::string mode = batched == "quantized" ? "quantized_activations" : batched.empty() ? backend.info().name : batched;
   DraftOptions dopt;
-  dopt.n_threads = c.threads;
+  dopt.backend = draft_backend;
   dopt.temp_dir = c.temp_dir;
-  dopt.pack_rows = c.pack_rows;
   KAKEYA_ASSIGN_OR_RETURN(std::unique_ptr<DraftSource> draft, make_draft_source(c.draft, target, dopt));
 
   std::vector<ArmRun> arms;
@@ -189,7 +188,6 @@ Result<json> run_specdecode_bench(const SpecBenchConfig& c,
     o.block_size = std::max(arm.block, 1);
     o.stop.max_new_tokens = c.gen_tokens;
     o.stop.eos = c.ignore_eos ? -1 : eos;
-    o.verify_mode = c.verify_mode;
     if (arm.block == 0) return autoregressive_generate(target, prompt, o);
     return speculative_generate(target, *draft, prompt, o);
   };
@@ -260,7 +258,7 @@ Result<json> run_specdecode_bench(const SpecBenchConfig& c,
     const bool ar = arm.block == 0;
     json cfg = ar ? json{{"decoding", "autoregressive"}}
                   : json{{"decoding", "speculative"}, {"draft", draft->spec()}, {"block_size", arm.block}};
-    cfg["verify_mode"] = c.verify_mode == MatmulMode::kQuantizedActivations ? "quantized_activations" : "sgemm";
+    cfg["verify_mode"] = mode;
     const double tps = median_of(arm.decode_tps);
     json agg = {{"decode_tok_s_median", tps},
                 {"decode_tokens_median", median_of(arm.decode_tokens)},
@@ -280,14 +278,14 @@ Result<json> run_specdecode_bench(const SpecBenchConfig& c,
     } else {
       agg["recall"] = nullptr;
     }
-    jarms.push_back({{"name", arm.name},
-                     {"role", ar ? "baseline" : "candidate"},
-                     {"backend_requested", "cpu"},
-                     {"backend_used", "cpu"},
-                     {"timing_scope", "decode_only"},
-                     {"config", cfg},
-                     {"samples", arm.samples},
-                     {"aggregates", agg}});
+    json arm_j = {{"name", arm.name},
+                  {"role", ar ? "baseline" : "candidate"},
+                  {"timing_scope", "decode_only"},
+                  {"config", cfg},
+                  {"samples", arm.samples},
+                  {"aggregates", agg}};
+    arm_j.update(arm_backend(c.backend, backend));
+    jarms.push_back(std::move(arm_j));
     if (!ar) {
       comparisons.push_back({{"baseline", "ar"},
                              {"candidate", arm.name},
@@ -297,21 +295,14 @@ Result<json> run_specdecode_bench(const SpecBenchConfig& c,
     }
   }
 
+  // The verify cost of the backend as opened, keyed by its batched matmul mode.
   json curve = json::object();
   if (!c.verify_sizes.empty()) {
     say("verify cost curve");
-    for (MatmulMode mode : {MatmulMode::kQuantizedActivations, MatmulMode::kSgemm}) {
-      target.set_batched_matmul(mode);
-      KAKEYA_ASSIGN_OR_RETURN(json rows, verify_cost_curve(target, ids[0], c.verify_sizes, c.verify_reps));
-      curve[mode == MatmulMode::kSgemm ? "sgemm" : "quantized_activations"] = rows;
-    }
-    target.set_batched_matmul(c.verify_mode);
+    KAKEYA_ASSIGN_OR_RETURN(curve[mode], verify_cost_curve(target, ids[0], c.verify_sizes, c.verify_reps));
   }
 
-  json r;
-  r["kind"] = "specdecode-bench";
-  r["schema_version"] = 1;
-  r["created_at"] = utc_now_rfc3339();
+  json r = report_envelope("specdecode-bench", c.backend, backend, &model, &target.weights());
   r["config"] = {{"model", c.model},
                  {"draft", draft->spec()},
                  {"draft_kind", draft->kind()},
@@ -319,23 +310,21 @@ Result<json> run_specdecode_bench(const SpecBenchConfig& c,
                  {"samples", c.samples},
                  {"gen_tokens", c.gen_tokens},
                  {"workload", c.workload},
-                 {"threads", c.threads},
+                 {"threads", backend.info().threads},
                  {"n_ctx", n_ctx},
                  {"temperature", 0},
                  {"decoding", "greedy"},
                  {"eos", eos},
                  {"ignore_eos", c.ignore_eos},
-                 {"weight_layout", c.pack_rows ? "packed" : "row-major"},
+                 {"weight_layout", target.weights().layout.value("layout", backend.info().name)},
                  {"runaway_guard", "unit of 1-8 tokens repeated >= 12 times ends generation"},
-                 {"verify_mode",
-                  c.verify_mode == MatmulMode::kQuantizedActivations ? "quantized_activations" : "sgemm"},
+                 {"verify_mode", mode},
                  {"timing_scope",
                   "decode_only: from the first generated token to the stop (drafting, verify and "
                   "rollback included); prefill_s = target prefill; draft prefill reported separately"}};
-  r["env"] = env_summary();
-  r["model"] = model_provenance(model);
-  r["engine"] = engine_info(c.threads);
-  r["synthetic"] = model.synthetic();
+  if (draft->kind() == "gguf" || draft->kind() == "quant") {  // a draft model: where it ran
+    r["config"]["draft_backend"] = to_json((draft_backend != nullptr ? *draft_backend : backend).info());
+  }
   r["warmup"] = {{"done", true}, {"timed", false}, {"prompt_id", warm.id}, {"prompt_tokens", warm_ids.size()}};
   r["arms"] = jarms;
   r["comparisons"] = comparisons;

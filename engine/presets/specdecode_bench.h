@@ -13,11 +13,17 @@
 // prefill_s is the target's prefill; a draft model's own prefill (DraftSource::begin) is
 // reported separately as draft_prefill_s and counted in e2e_s.
 //
+// Verify blocks must agree with one-token decode for the lossless check to hold: the backend's
+// requirement (backend.h). On the CPU, --verify-mode picks the target backend's batched_matmul
+// ("quantized": every batch exact, the default; "sgemm": cheaper per token on F32 targets,
+// not exact), and it applies to prefill and verify of both arms alike. A draft model may run on
+// a backend of its own (the CPU with its default options).
+//
 // Report (kind "specdecode-bench", docs/evidence-gate.md shape): config, env, model provenance,
 // engine, synthetic, warmup, arms[] (ar = baseline, spec-kN = candidate), comparisons[] (decode
 // tok/s median ratio per block size, claim "speedup"), lossless, verify_cost (target forward
-// seconds for 1, 2, 4, 8, 16 tokens after a prompt, per matmul mode).
-#include <functional>
+// seconds for 1, 2, 4, 8, 16 tokens after a prompt, keyed by the backend's batched matmul mode:
+// "quantized_activations", "sgemm" or "auto" on the CPU, the backend's name elsewhere).
 #include <string>
 #include <vector>
 
@@ -26,6 +32,7 @@
 #include "bridge/result.h"
 #include "engine/llama.h"
 #include "engine/presets/niah.h"
+#include "engine/presets/report.h"
 
 namespace kakeya::engine {
 
@@ -36,9 +43,8 @@ struct SpecBenchConfig {
   int samples = 5;
   int gen_tokens = 64;
   std::string workload = "stories";    // stories | niah | code
-  int threads = 1;
+  std::string backend = "cpu";         // as requested (--backend): reports compare it with what ran
   size_t n_ctx = 0;                    // 0: max(model context, longest prompt + gen + block + 2)
-  MatmulMode verify_mode = MatmulMode::kQuantizedActivations;
   std::vector<int> verify_sizes = {1, 2, 4, 8, 16};
   int verify_reps = 5;
   std::string temp_dir = "/tmp";       // for the quantized draft copy
@@ -46,8 +52,6 @@ struct SpecBenchConfig {
   // --ignore-eos: for models that answer in a few tokens (niah-tiny), so a sample decodes
   // gen_tokens and the gate's DECODE_TOKENS rule can judge the run.
   bool ignore_eos = false;
-  // Load the target (and gguf/quant drafts) with Q4_0/Q8_0 weights packed (ModelLoadOptions).
-  bool pack_rows = default_pack_rows();
 };
 
 // One workload prompt. `needle`/`answer` only for niah.
@@ -70,9 +74,11 @@ Result<std::vector<BenchPrompt>> workload_prompts(const std::string& workload, i
 Result<nlohmann::json> verify_cost_curve(LlamaContext& ctx, const std::vector<int32_t>& prompt,
                                          const std::vector<int>& sizes, int reps);
 
-// Runs the benchmark and returns the report. `progress` (may be empty) receives one-line updates.
+// Runs the benchmark with the target on `backend` and a draft model ("gguf", "quant") on
+// `draft_backend` (null: the target's), and returns the report. `progress` (may be empty)
+// receives one-line updates.
 // Errors: "bad_param" (samples < 1, gen_tokens < 2, block size < 1, workload), model/draft errors.
-Result<nlohmann::json> run_specdecode_bench(const SpecBenchConfig& config,
-                                            const std::function<void(const std::string&)>& progress);
+Result<nlohmann::json> run_specdecode_bench(const SpecBenchConfig& config, Backend& backend,
+                                            Backend* draft_backend = nullptr, const Progress& progress = {});
 
 }  // namespace kakeya::engine
