@@ -29,10 +29,9 @@ size_t KvRowFormat::row_bytes() const {
 }
 
 Result<std::shared_ptr<const ModelWeights>> Backend::weights(const LlamaModel& model) {
+  std::erase_if(uploads_, [](const auto& entry) { return entry.second.expired(); });
   auto it = uploads_.find(model.id());
-  if (it != uploads_.end()) {
-    if (auto held = it->second.lock()) return std::shared_ptr<const ModelWeights>(held);
-  }
+  if (it != uploads_.end()) return it->second.lock();
   auto w = std::make_shared<ModelWeights>();
   const LlamaWeights& src = model.weights();
   const GgufFile* file = &model.gguf();
