@@ -34,11 +34,11 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "engine/cpu/thread_pool.h"
 #include "engine/ggml_types.h"
 #include "engine/model.h"
 #include "engine/presets/report.h"
 #include "engine/presets/synth.h"
-#include "engine/cpu/thread_pool.h"
 
 extern "C" char** environ;
 

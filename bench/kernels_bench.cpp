@@ -20,8 +20,8 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/cpu/cpu_features.h"
-#include "engine/ggml_types.h"
 #include "engine/cpu/quant.h"
+#include "engine/ggml_types.h"
 
 namespace {
 

@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <memory>
 
+#include "engine/cpu/thread_pool.h"
 #include "engine/gguf.h"
 #include "engine/gguf_writer.h"
-#include "engine/cpu/thread_pool.h"
 
 namespace kakeya::engine {
 namespace {

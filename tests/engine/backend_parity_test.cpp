@@ -7,8 +7,8 @@
 
 #include "bridge/gate.h"
 #include "engine/llama.h"
-#include "engine/sampling.h"
 #include "engine/presets/synth.h"
+#include "engine/sampling.h"
 #include "tests/engine/backends.h"
 #include "tests/harness/paths.h"
 

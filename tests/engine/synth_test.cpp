@@ -7,10 +7,10 @@
 #include <iterator>
 #include <vector>
 
-#include "engine/gguf.h"
-#include "engine/llama.h"
 #include "engine/cpu/quant.h"
+#include "engine/gguf.h"
 #include "engine/gguf_writer.h"
+#include "engine/llama.h"
 #include "engine/tokenizer.h"
 #include "tests/engine/backends.h"
 #include "tests/harness/paths.h"
