@@ -3,9 +3,14 @@
 #include <algorithm>
 
 #include "bridge/layout.h"
+#include "bridge/limits.h"
+#include "bridge/utf8.h"
 
 namespace kakeya::bridge {
 namespace {
+
+// Branch names in messages: escaped (printable) and bounded.
+constexpr std::size_t kMaxShownBranchBytes = kMaxBranchNameBytes;
 
 bool ref_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
@@ -29,7 +34,8 @@ bool valid_segment(std::string_view seg) {
 }
 
 Error bad_branch(std::string_view what, std::string_view value, std::string_view why) {
-  return make_error("bad_branch", std::string(what) + " \"" + std::string(value) + "\" " + std::string(why));
+  return make_error("bad_branch", std::string(what) + " \"" + printable(value, kMaxShownBranchBytes) + "\" " +
+                                     std::string(why));
 }
 
 }  // namespace
@@ -108,13 +114,14 @@ Status check_branch_matches(std::string_view branch_name, const RequestManifest&
   std::size_t slash = b.rfind('/');
   std::string expected = manifest.preset + "-" + manifest.nonce;
   if (slash == std::string_view::npos || !is_valid_namespace(b.substr(0, slash))) {
-    return make_error("branch_mismatch", "branch \"" + std::string(b) + "\" is not <namespace>/" + expected +
+    return make_error("branch_mismatch", "branch \"" + printable(b, kMaxShownBranchBytes) + "\" is not <namespace>/" + expected +
                                              "[suffix] (request preset \"" + manifest.preset + "\", nonce \"" +
                                              manifest.nonce + "\")");
   }
   std::string_view tail = b.substr(slash + 1);
   if (tail.substr(0, expected.size()) != expected || !is_valid_branch_suffix(tail.substr(expected.size()))) {
-    return make_error("branch_mismatch", "branch \"" + std::string(b) + "\" ends in \"" + std::string(tail) +
+    return make_error("branch_mismatch", "branch \"" + printable(b, kMaxShownBranchBytes) + "\" ends in \"" +
+                                             printable(tail, kMaxShownBranchBytes) +
                                              "\" but the request says preset \"" + manifest.preset + "\", nonce \"" +
                                              manifest.nonce + "\" (expected \"" + expected + "[suffix]\")");
   }

@@ -47,7 +47,7 @@ Result<ParamValue> check_value(const ParamSpec& p, const json& v) {
     case ParamKind::Int: {
       if (!v.is_number_integer()) return type_error(p, v, "a JSON integer");
       if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
-        return make_error("out_of_bounds", "`" + field(p.name) + "` = " + v.dump() + " is above max " +
+        return make_error("out_of_bounds", "`" + field(p.name) + "` = " + json_excerpt(v) + " is above max " +
                                                std::to_string(p.max_int));
       }
       int64_t x = v.get<int64_t>();
@@ -65,7 +65,7 @@ Result<ParamValue> check_value(const ParamSpec& p, const json& v) {
     case ParamKind::Float: {
       if (!v.is_number()) return type_error(p, v, "a JSON number");
       double x = v.get<double>();
-      if (!std::isfinite(x)) return make_error("bad_value", "`" + field(p.name) + "` = " + v.dump() + " is not finite");
+      if (!std::isfinite(x)) return make_error("bad_value", "`" + field(p.name) + "` = " + json_excerpt(v) + " is not finite");
       if (x < p.min_float) {
         return make_error("out_of_bounds", "`" + field(p.name) + "` = " + format_double(x) + " is below min " +
                                                format_double(p.min_float));

@@ -5,8 +5,12 @@
 
 #include <git2.h>
 
+#include <set>
+
 #include "bridge/git_session.h"
 #include "bridge/git_util.h"
+#include "bridge/limits.h"
+#include "bridge/utf8.h"
 
 namespace kakeya::bridge {
 namespace {
@@ -16,7 +20,7 @@ constexpr const char* kPushSourceRef = "refs/kakeya/push/pending";
 
 Status check_full_ref(const std::string& ref) {
   if (ref.rfind("refs/", 0) != 0 || git_reference_is_valid_name(ref.c_str()) == 0) {
-    return make_error("bad_ref", "ref '" + ref + "' is not a valid full ref name (refs/...)");
+    return make_error("bad_ref", "ref '" + printable(ref) + "' is not a valid full ref name (refs/...)");
   }
   return ok_status();
 }
@@ -64,7 +68,7 @@ Result<PushOutcome> push_update(git_repository* repo, const std::string& url, co
   po.pb_parallelism = 1;
   int rc = git_remote_upload(session->remote(), &specs, &po);
   if (rc < 0) {
-    if (session->transport_failed()) return session->failure("transport", "push " + ref);
+    if (session->transport_failed()) return session->failure("transport", "push " + printable(ref));
     return PushOutcome::Lost;  // ref-level refusal (e.g. non-fast-forward found during negotiation)
   }
   // Won or not is already decided by the server's report; updating local tips is best effort.
@@ -79,6 +83,35 @@ Result<PushOutcome> push_update(git_repository* repo, const std::string& url, co
   }
   auto it = session->push_status().find(ref);
   return (it != session->push_status().end() && !it->second) ? PushOutcome::Won : PushOutcome::Lost;
+}
+
+// Deletes the cache's tracking refs (refs/kakeya/remote/...) of refs the remote no longer
+// advertises. Besides tidiness this keeps fetches possible: a stale refs/kakeya/remote/heads/a/b
+// (branch a/b deleted on the remote) would otherwise block the tracking ref of a new branch `a`
+// (a file and a directory of the same name), and with it every fetch that includes `a`.
+Status prune_tracking_refs(git_repository* repo, const std::vector<RemoteRef>& adv) {
+  std::set<std::string> live;
+  for (const auto& r : adv) live.insert(tracking_ref(r.name));
+  git_reference_iterator* it_raw = nullptr;
+  if (git_reference_iterator_new(&it_raw, repo) != 0) {
+    return git::last_error("repository", "list tracking refs");
+  }
+  std::vector<std::string> stale;
+  git_reference* ref = nullptr;
+  while (git_reference_next(&ref, it_raw) == 0) {
+    const std::string name = git_reference_name(ref);
+    if (name.starts_with("refs/kakeya/remote/") && !live.count(name)) stale.push_back(name);
+    git_reference_free(ref);
+  }
+  git_reference_iterator_free(it_raw);
+  for (const auto& name : stale) {
+    git_reference* r = nullptr;
+    if (git_reference_lookup(&r, repo, name.c_str()) == 0) {
+      git_reference_delete(r);
+      git_reference_free(r);
+    }
+  }
+  return ok_status();
 }
 
 }  // namespace
@@ -134,15 +167,25 @@ std::string tracking_ref(const std::string& remote_ref) {
   return "refs/kakeya/remote/" + remote_ref.substr(remote_ref.rfind("refs/", 0) == 0 ? 5 : 0);
 }
 
-Result<std::vector<RemoteRef>> GitBus::ls_remote(std::string_view prefix) {
+Result<std::vector<RemoteRef>> GitBus::ls_remote(std::string_view prefix, AdvertisementStats* stats) {
   KAKEYA_ASSIGN_OR_RETURN(auto session,
                           RemoteSession::connect(repo_.get(), remote_url_, creds_, opts_, GIT_DIRECTION_FETCH));
   KAKEYA_ASSIGN_OR_RETURN(std::vector<RemoteRef> adv, session->advertisement());
+  AdvertisementStats local;
+  AdvertisementStats& st = stats != nullptr ? *stats : local;
+  st = AdvertisementStats{};
   std::vector<RemoteRef> out;
   for (auto& r : adv) {
     if (r.name == "HEAD" || r.name.ends_with("^{}")) continue;
     if (r.name.compare(0, prefix.size(), prefix) != 0) continue;
-    out.push_back(std::move(r));
+    ++st.advertised;
+    if (r.name.size() > opts_.max_ref_name_bytes) {
+      ++st.long_names;
+    } else if (out.size() >= opts_.max_advertised_refs) {
+      ++st.over_count;
+    } else {
+      out.push_back(std::move(r));
+    }
   }
   return out;
 }
@@ -155,17 +198,12 @@ Result<std::map<std::string, std::string>> GitBus::fetch(const std::vector<std::
   KAKEYA_ASSIGN_OR_RETURN(auto session,
                           RemoteSession::connect(repo_.get(), remote_url_, creds_, opts_, GIT_DIRECTION_FETCH));
   KAKEYA_ASSIGN_OR_RETURN(std::vector<RemoteRef> adv, session->advertisement());
+  KAKEYA_TRY(prune_tracking_refs(repo_.get(), adv));
   std::vector<std::string> specs;
   for (const auto& ref : refs) {
     if (auto oid = find_ref(adv, ref)) {
       out[ref] = *oid;
       specs.push_back("+" + ref + ":" + tracking_ref(ref));
-    } else {
-      git_reference* stale = nullptr;
-      if (git_reference_lookup(&stale, repo_.get(), tracking_ref(ref).c_str()) == 0) {
-        git_reference_delete(stale);
-        git_reference_free(stale);
-      }
     }
   }
   if (specs.empty()) return out;
@@ -187,9 +225,9 @@ Result<std::map<std::string, std::string>> GitBus::fetch(const std::vector<std::
   if (git_repository_odb(&odb_raw, repo_.get()) != 0) return git::last_error("repository", "open cache odb");
   git::Odb odb(odb_raw);
   for (const auto& [ref, hex] : out) {
-    KAKEYA_ASSIGN_OR_RETURN(git_oid id, git::parse_oid(hex, "advertised " + ref));
+    KAKEYA_ASSIGN_OR_RETURN(git_oid id, git::parse_oid(hex, "advertised " + printable(ref)));
     if (git_odb_exists(odb.get(), &id) == 0) {
-      return make_error("transport", "fetch of " + ref + " from " + redact_url(remote_url_) + " did not bring " + hex);
+      return make_error("transport", "fetch of " + printable(ref) + " from " + redact_url(remote_url_) + " did not bring " + hex);
     }
   }
   return out;
@@ -210,12 +248,12 @@ Result<PushOutcome> GitBus::push_cas(const std::string& ref, const std::string& 
     KAKEYA_ASSIGN_OR_RETURN(git_oid old_id, git::parse_oid(*expected_old, "expected_old"));
     old_hex = git::to_hex(old_id);
     if (git_odb_exists(odb.get(), &old_id) == 0) {
-      return make_error("not_fetched", "expected_old " + *old_hex + " for " + ref +
+      return make_error("not_fetched", "expected_old " + *old_hex + " for " + printable(ref) +
                                            " is not in the cache repository: fetch first");
     }
     if (!git_oid_equal(&old_id, &new_id) && git_graph_descendant_of(repo_.get(), &new_id, &old_id) != 1) {
       return make_error("non_fast_forward", "new_oid " + new_oid + " does not descend from expected_old " +
-                                                *old_hex + " for " + ref + " (pushes are never forced)");
+                                                *old_hex + " for " + printable(ref) + " (pushes are never forced)");
     }
   }
   return push_update(repo_.get(), remote_url_, creds_, opts_, ref, new_id, old_hex);

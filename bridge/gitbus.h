@@ -12,11 +12,12 @@
 // Error codes: `auth_failed` (credentials rejected max_auth_attempts times; message names the
 // redacted remote URL), `timeout`, `transport` (connection refused, TLS, HTTP, protocol errors),
 // `not_fetched` (an object the operation needs is not in the cache), `non_fast_forward`,
-// `bad_path`, `path_conflict`, `bad_oid`, `bad_ref` (not a valid full ref name), `bad_option`,
+// `bad_path`, `too_large`, `path_conflict`, `bad_oid`, `bad_ref` (not a valid full ref name), `bad_option`,
 // `bad_remote_url` (unparsable, or a local path / file:// remote), `bad_author`, `repository`
 // (local cache failures), `import_failed`.
 // Messages include libgit2's git_error_last() text where libgit2 failed.
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "bridge/credentials.h"
+#include "bridge/limits.h"
 #include "bridge/result.h"
 
 struct git_repository;
@@ -35,6 +37,13 @@ namespace kakeya::bridge {
 struct RemoteRef {
   std::string name;  // full ref name, e.g. refs/heads/kakeya/req/generate-ab12
   std::string oid;   // 40 hex chars
+};
+
+// What ls_remote left out of one advertisement (bridge/limits.h).
+struct AdvertisementStats {
+  std::size_t advertised = 0;        // refs matching the prefix before the limits
+  std::size_t long_names = 0;        // left out: name longer than max_ref_name_bytes
+  std::size_t over_count = 0;        // left out: beyond the first max_advertised_refs
 };
 
 struct CommitAuthor {
@@ -56,6 +65,9 @@ enum class PushOutcome { Won, Lost };
 struct GitBusOptions {
   int max_auth_attempts = 2;  // credential callback invocations per operation before `auth_failed`
   int op_timeout_s = 60;      // wall-clock budget of each network operation, seconds
+  // Advertisement limits of ls_remote (bridge/limits.h; smaller values for tests).
+  std::size_t max_ref_name_bytes = kMaxRefNameBytes;
+  std::size_t max_advertised_refs = kMaxAdvertisedRefs;
 };
 
 // REQUIRES: external synchronization (one thread at a time per instance). Movable, not copyable;
@@ -75,8 +87,11 @@ class GitBus {
   ~GitBus();
 
   // One advertisement (connect for fetch + git_remote_ls). Returns refs whose full name starts with
-  // `prefix` (peeled "^{}" entries and HEAD excluded), in advertisement order.
-  Result<std::vector<RemoteRef>> ls_remote(std::string_view prefix = "refs/heads/");
+  // `prefix` (peeled "^{}" entries and HEAD excluded), in advertisement order. Limits
+  // (GitBusOptions, bridge/limits.h), applied before anything else looks at the names: a ref name
+  // longer than max_ref_name_bytes is left out, and at most max_advertised_refs refs are returned
+  // (the first ones); `stats`, when given, says how many were left out and why.
+  Result<std::vector<RemoteRef>> ls_remote(std::string_view prefix = "refs/heads/", AdvertisementStats* stats = nullptr);
 
   // Fetches the given full ref names (refs/heads/...) with explicit refspecs
   // `+refs/heads/x:refs/kakeya/remote/heads/x` into the cache over one connection. Returns
@@ -84,13 +99,24 @@ class GitBus {
   // their tracking refs in the cache are deleted). An empty `refs` makes no connection.
   Result<std::map<std::string, std::string>> fetch(const std::vector<std::string>& refs);
 
-  // Content of the blob at `path` in the tree of commit `commit_oid` (must be in the cache: fetch or
-  // make_commit first, else `not_fetched`). nullopt if no such path; `bad_path` if it is a directory.
-  Result<std::optional<std::string>> read_file(const std::string& commit_oid, const std::string& path);
+  // Whether commit `commit_oid` and its root tree are in the cache and readable.
+  // Errors: `bad_oid`, `not_fetched`, `repository`.
+  Status check_commit(const std::string& commit_oid);
 
-  // Every blob path under directory `dir` ("" or "." = root) of the commit's tree, recursively,
-  // as full paths from the tree root (e.g. ".kakeya/run/logs/run.log"), sorted. Empty if `dir` is
-  // absent; `bad_path` if `dir` is a file.
+  // Content of the regular file at `path` in the tree of commit `commit_oid` (the commit must be
+  // in the cache: fetch or make_commit first, else `not_fetched`). nullopt if the path, or one of
+  // its leading directories, is absent. Only a blob entry with mode 100644 or 100755 is a file:
+  // a directory, a symlink (120000: its target text is never read as content), a submodule
+  // (gitlink 160000), any non-standard mode, a name that occurs twice in its tree, or a leading
+  // component that is not a directory (mode 040000) is `bad_path`, naming the component and its
+  // mode. A blob larger than `max_bytes` is `too_large` (its size is read from the object header;
+  // the content is not read). Messages show path bytes with printable() (bridge/utf8.h).
+  Result<std::optional<std::string>> read_file(const std::string& commit_oid, const std::string& path,
+                                               std::size_t max_bytes = SIZE_MAX);
+
+  // Every regular file (mode 100644/100755; symlinks and submodules are left out) under directory
+  // `dir` ("" or "." = root) of the commit's tree, recursively, as full paths from the tree root
+  // (e.g. ".kakeya/run/logs/run.log"), sorted. Empty if `dir` is absent; `bad_path` if it is a file.
   Result<std::vector<std::string>> list_dir(const std::string& commit_oid, const std::string& dir);
 
   // Writes a new commit to the cache (no ref is updated): tree = tree of `base_tree_from` (or the

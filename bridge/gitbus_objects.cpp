@@ -4,10 +4,13 @@
 #include <git2.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 
+#include "bridge/git_tree_raw.h"
 #include "bridge/git_util.h"
 #include "bridge/gitbus.h"
+#include "bridge/utf8.h"
 
 namespace kakeya::bridge {
 namespace {
@@ -21,7 +24,7 @@ Result<std::vector<std::string>> split_path(const std::string& path) {
     size_t slash = path.find('/', start);
     std::string part = path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
     if (part.empty() || part == "." || part == ".." || part == ".git") {
-      return make_error("bad_path", "path '" + path + "' has an empty, '.', '..' or '.git' component");
+      return make_error("bad_path", "path '" + printable(path) + "' has an empty, '.', '..' or '.git' component");
     }
     parts.push_back(std::move(part));
     if (slash == std::string::npos) break;
@@ -120,7 +123,8 @@ struct WalkState {
 
 int collect_blob(const char* root, const git_tree_entry* entry, void* payload) {
   auto* st = static_cast<WalkState*>(payload);
-  if (git_tree_entry_type(entry) == GIT_OBJECT_BLOB) {
+  const unsigned mode = git_tree_entry_filemode_raw(entry);
+  if (mode == GIT_FILEMODE_BLOB || mode == GIT_FILEMODE_BLOB_EXECUTABLE) {
     st->out->push_back(st->dir_prefix + root + git_tree_entry_name(entry));
   }
   return 0;
@@ -162,27 +166,138 @@ Status copy_tree(git_repository* src_repo, git_odb* src, git_odb* dst, const git
   return copy_object(src, dst, id);
 }
 
-}  // namespace
 
-Result<std::optional<std::string>> GitBus::read_file(const std::string& commit_oid, const std::string& path) {
-  KAKEYA_ASSIGN_OR_RETURN(std::vector<std::string> parts, split_path(path));
-  (void)parts;
-  KAKEYA_ASSIGN_OR_RETURN(git::Tree tree, commit_tree(repo_.get(), commit_oid, "commit_oid"));
-  git_tree_entry* raw = nullptr;
-  int rc = git_tree_entry_bypath(&raw, tree.get(), path.c_str());
-  if (rc == GIT_ENOTFOUND) return std::optional<std::string>();
-  if (rc != 0) return git::last_error("repository", "look up '" + path + "' in " + commit_oid);
-  git::TreeEntry entry(raw);
-  if (git_tree_entry_type(entry.get()) != GIT_OBJECT_BLOB) {
-    return make_error("bad_path", "'" + path + "' in commit " + commit_oid + " is not a file");
+std::string short_oid(const std::string& hex) { return hex.substr(0, 12); }
+
+// What a tree entry's mode makes it, for messages: "a regular file (mode 100644)", "a symlink
+// (mode 120000)", "a submodule (gitlink, mode 160000)", "a directory (mode 040000)", or "an
+// entry with the non-standard mode 100664" (the mode as written in the tree).
+std::string describe_mode(const git::RawTreeEntry& e) {
+  char octal[16];
+  std::snprintf(octal, sizeof octal, "%06o", e.mode);
+  switch (e.mode) {
+    case GIT_FILEMODE_BLOB:
+    case GIT_FILEMODE_BLOB_EXECUTABLE:
+      return std::string("a regular file (mode ") + octal + ")";
+    case GIT_FILEMODE_TREE:
+      return std::string("a directory (mode ") + octal + ")";
+    case GIT_FILEMODE_LINK:
+      return std::string("a symlink (mode ") + octal + ")";
+    case GIT_FILEMODE_COMMIT:
+      return std::string("a submodule (gitlink, mode ") + octal + ")";
+    default:
+      return "an entry with the non-standard mode " + printable(e.mode_text, 16);
+  }
+}
+
+// The raw tree object `id`, parsed with git's rules (bridge/git_tree_raw.h). `shown` names the
+// directory in messages ("" = the root tree), `path` the file being read.
+Result<std::vector<git::RawTreeEntry>> read_raw_tree(git_odb* odb, const git_oid& id, const std::string& shown,
+                                                     const std::string& commit_oid, const std::string& path) {
+  const std::string what = (shown.empty() ? "the root tree" : "'" + printable(shown) + "'") + " (reading '" +
+                           printable(path) + "')";
+  git_odb_object* raw = nullptr;
+  if (git_odb_read(&raw, odb, &id) != 0) {
+    return git::last_error("not_fetched", what + " of commit " + short_oid(commit_oid) + " (" + git::to_hex(id) + ")");
+  }
+  git::OdbObject obj(raw);
+  if (git_odb_object_type(obj.get()) != GIT_OBJECT_TREE) {
+    return make_error("bad_path", what + " in commit " + short_oid(commit_oid) + " names a " +
+                                      git_object_type2string(git_odb_object_type(obj.get())) + " object, not a tree");
+  }
+  auto entries = git::parse_tree_entries(
+      std::string_view(static_cast<const char*>(git_odb_object_data(obj.get())), git_odb_object_size(obj.get())));
+  if (!entries.ok()) {
+    return make_error("bad_path", what + " in commit " + short_oid(commit_oid) + " is not a well-formed tree: " +
+                                      entries.error().message);
+  }
+  return std::move(entries).value();
+}
+
+// The entry named `name` among `entries`, nullopt when absent. Trees written by git hold each
+// name once; a hand-made tree may repeat a name (and then a checkout and a lookup can disagree on
+// which one counts), so a repeated name is `bad_path`.
+Result<std::optional<git::RawTreeEntry>> find_unique_entry(const std::vector<git::RawTreeEntry>& entries,
+                                                           const std::string& name, const std::string& shown,
+                                                           const std::string& commit_oid) {
+  std::optional<git::RawTreeEntry> found;
+  for (const auto& e : entries) {
+    if (e.name != name) continue;
+    if (found) {
+      return make_error("bad_path", "'" + printable(shown) + "' appears more than once in its tree in commit " +
+                                        short_oid(commit_oid));
+    }
+    found = e;
+  }
+  return found;
+}
+
+// The blob `id` (named `shown` in messages) if its size, read from the object header, is at most
+// `max_bytes`.
+Result<std::optional<std::string>> read_blob_bounded(git_odb* odb, git_repository* repo, const git_oid& id,
+                                                     const std::string& shown, std::size_t max_bytes) {
+  std::size_t size = 0;
+  git_object_t type = GIT_OBJECT_INVALID;
+  if (git_odb_read_header(&size, &type, odb, &id) != 0) {
+    return git::last_error("not_fetched", "blob '" + printable(shown) + "' (" + git::to_hex(id) + ")");
+  }
+  if (type != GIT_OBJECT_BLOB) {
+    return make_error("bad_path", "'" + printable(shown) + "' names a " + git_object_type2string(type) +
+                                      " object, not a blob");
+  }
+  if (size > max_bytes) {
+    return make_error("too_large", "'" + printable(shown) + "' is " + std::to_string(size) +
+                                       " bytes, more than the limit of " + std::to_string(max_bytes));
   }
   git_blob* blob = nullptr;
-  if (git_blob_lookup(&blob, repo_.get(), git_tree_entry_id(entry.get())) != 0) {
-    return git::last_error("not_fetched", "blob '" + path + "' of " + commit_oid);
-  }
-  std::string content(static_cast<const char*>(git_blob_rawcontent(blob)), static_cast<size_t>(git_blob_rawsize(blob)));
+  if (git_blob_lookup(&blob, repo, &id) != 0) return git::last_error("not_fetched", "blob '" + printable(shown) + "'");
+  std::string content(static_cast<const char*>(git_blob_rawcontent(blob)), static_cast<std::size_t>(git_blob_rawsize(blob)));
   git_blob_free(blob);
   return std::optional<std::string>(std::move(content));
+}
+
+}  // namespace
+
+Status GitBus::check_commit(const std::string& commit_oid) {
+  KAKEYA_ASSIGN_OR_RETURN(git::Commit commit, lookup_commit(repo_.get(), commit_oid, "commit_oid"));
+  git_odb* odb_raw = nullptr;
+  if (git_repository_odb(&odb_raw, repo_.get()) != 0) return git::last_error("repository", "cache odb");
+  git::Odb odb(odb_raw);
+  if (git_odb_exists(odb.get(), git_commit_tree_id(commit.get())) == 0) {
+    return make_error("not_fetched", "the tree of commit " + commit_oid + " is not in the cache repository");
+  }
+  return ok_status();
+}
+
+Result<std::optional<std::string>> GitBus::read_file(const std::string& commit_oid, const std::string& path,
+                                                     std::size_t max_bytes) {
+  KAKEYA_ASSIGN_OR_RETURN(std::vector<std::string> parts, split_path(path));
+  KAKEYA_ASSIGN_OR_RETURN(git::Commit commit, lookup_commit(repo_.get(), commit_oid, "commit_oid"));
+  git_odb* odb_raw = nullptr;
+  if (git_repository_odb(&odb_raw, repo_.get()) != 0) return git::last_error("repository", "cache odb");
+  git::Odb odb(odb_raw);
+  git_oid tree = *git_commit_tree_id(commit.get());
+  std::string shown;  // the path walked so far, for messages
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    KAKEYA_ASSIGN_OR_RETURN(std::vector<git::RawTreeEntry> entries, read_raw_tree(odb.get(), tree, shown, commit_oid, path));
+    shown += (i == 0 ? "" : "/") + parts[i];
+    KAKEYA_ASSIGN_OR_RETURN(std::optional<git::RawTreeEntry> e, find_unique_entry(entries, parts[i], shown, commit_oid));
+    if (!e) return std::optional<std::string>();
+    if (i + 1 < parts.size()) {
+      if (e->mode != GIT_FILEMODE_TREE) {
+        return make_error("bad_path", "'" + printable(shown) + "' in commit " + short_oid(commit_oid) + " is " +
+                                          describe_mode(*e) + ", not a directory (reading '" + printable(path) + "')");
+      }
+      tree = e->id;
+      continue;
+    }
+    if (e->mode != GIT_FILEMODE_BLOB && e->mode != GIT_FILEMODE_BLOB_EXECUTABLE) {
+      return make_error("bad_path", "'" + printable(shown) + "' in commit " + short_oid(commit_oid) + " is " +
+                                        describe_mode(*e) + ", not a regular file (mode 100644 or 100755)");
+    }
+    return read_blob_bounded(odb.get(), repo_.get(), e->id, shown, max_bytes);
+  }
+  return std::optional<std::string>();  // unreachable: split_path returns at least one part
 }
 
 Result<std::vector<std::string>> GitBus::list_dir(const std::string& commit_oid, const std::string& dir) {

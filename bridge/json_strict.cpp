@@ -5,6 +5,9 @@
 #include <utility>
 #include <vector>
 
+#include "bridge/json_text.h"
+#include "bridge/utf8.h"
+
 namespace kakeya::bridge {
 namespace {
 
@@ -40,6 +43,11 @@ class CountingIterator {
   const char* p_ = nullptr;
   std::size_t* consumed_ = nullptr;
 };
+
+// Longest parser detail (nlohmann's message with its `last read` token) quoted in an error.
+constexpr std::size_t kMaxParseDetailBytes = 160;
+// Longest key quoted whole in a key path; longer keys are cut (at a character boundary).
+constexpr std::size_t kMaxPathKeyBytes = 64;
 
 std::string line_col(std::string_view text, std::size_t offset) {
   if (offset > text.size()) offset = text.size();
@@ -113,6 +121,9 @@ class StrictSax {
     // we print our own position.
     auto colon = what.find(": ");
     if (what.rfind("[json.exception", 0) == 0 && colon != std::string::npos) what = what.substr(colon + 2);
+    // nlohmann quotes the raw bytes it last read (`last read: '...'`), which may be anything:
+    // invalid UTF-8, NUL, newlines, kilobytes of one string. Show them escaped and bounded.
+    what = printable(what, kMaxParseDetailBytes);
     std::size_t offset = position == 0 ? 0 : position - 1;
     std::string path = current_path();
     return fail("bad_json", "invalid JSON at " + line_col(text_, offset) + " (in `" + path + "`): " + what,
@@ -167,10 +178,11 @@ class StrictSax {
   bool open(json container) {
     if (frames_.size() >= kJsonMaxDepth) {
       std::size_t end = *consumed_ == 0 ? 0 : *consumed_ - 1;
+      const std::string path = current_path();
       return fail("too_deep",
                   "JSON nested deeper than " + std::to_string(kJsonMaxDepth) + " levels at " +
-                      line_col(text_, end),
-                  current_path());
+                      line_col(text_, end) + " (in `" + path + "`)",
+                  path);
     }
     std::string path;
     json* node = put_with_path(std::move(container), &path);
@@ -189,12 +201,17 @@ class StrictSax {
 
 std::string json_path_append_key(std::string_view path, std::string_view key) {
   std::string out(path);
-  if (identifier_like(key)) {
+  if (key.size() > kMaxPathKeyBytes) {
+    // A hostile document may use a 60 KiB key: name it by its start.
+    out += '[';
+    out += to_json_text(json(std::string(utf8_head(key, kMaxPathKeyBytes))));
+    out += "...]";
+  } else if (identifier_like(key)) {
     if (!out.empty()) out += '.';
     out += key;
   } else {
     out += '[';
-    out += json(std::string(key)).dump();
+    out += to_json_text(json(std::string(key)));
     out += ']';
   }
   return out;
@@ -205,10 +222,8 @@ std::string json_path_append_index(std::string_view path, std::size_t index) {
 }
 
 std::string json_excerpt(const nlohmann::json& value) {
-  std::string s = value.dump(-1, ' ', /*ensure_ascii=*/true, json::error_handler_t::replace);
-  constexpr std::size_t kMax = 80;
-  if (s.size() > kMax) s = s.substr(0, kMax - 3) + "...";
-  return s;
+  constexpr std::size_t kMax = 77;  // + "..." = 80
+  return printable(to_json_text(value), kMax);
 }
 
 Result<nlohmann::json> parse_json_strict(std::string_view text) {
@@ -221,7 +236,7 @@ Result<nlohmann::json> parse_json_strict(std::string_view text) {
     ok = json::sax_parse(first, last, &sax, json::input_format_t::json, /*strict=*/true,
                          /*ignore_comments=*/false);
   } catch (const std::exception& e) {
-    return make_error("bad_json", std::string("invalid JSON: ") + e.what());
+    return make_error("bad_json", "invalid JSON: " + printable(e.what(), kMaxParseDetailBytes));
   }
   if (sax.failed()) return sax.error();
   if (!ok) return make_error("bad_json", "invalid JSON");

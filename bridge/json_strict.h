@@ -25,7 +25,9 @@ inline constexpr std::size_t kJsonMaxDepth = 64;
 //  - strings must be valid UTF-8 (nlohmann's lexer rule).
 // Errors (code "duplicate_key", "bad_json" or "too_deep") name the key path
 // (e.g. `params.steps`, `labels[2]`; `<root>` for the top level) and the position as
-// `line L, column C` (1-based, columns in bytes).
+// `line L, column C` (1-based, columns in bytes). Messages are well-formed, one-line UTF-8 of
+// bounded length whatever the input: the bytes the parser stopped at are quoted with
+// printable() (bridge/utf8.h), keys longer than 64 bytes are cut.
 Result<nlohmann::json> parse_json_strict(std::string_view text);
 
 // Formats a JSON key path element list as used in error messages: `a.b[3].c`.
@@ -33,7 +35,8 @@ Result<nlohmann::json> parse_json_strict(std::string_view text);
 std::string json_path_append_key(std::string_view path, std::string_view key);
 std::string json_path_append_index(std::string_view path, std::size_t index);
 
-// Short, escaped rendering of a JSON value for error messages (at most ~80 characters).
+// Short, escaped rendering of a JSON value for error messages: compact JSON text passed through
+// printable(), at most 80 bytes.
 std::string json_excerpt(const nlohmann::json& value);
 
 }  // namespace kakeya::bridge

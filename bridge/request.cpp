@@ -2,9 +2,13 @@
 
 #include <ctime>
 #include <random>
-#include <set>
 
+#include "bridge/json_fields.h"
 #include "bridge/json_strict.h"
+#include "bridge/json_text.h"
+#include "bridge/layout.h"
+#include "bridge/limits.h"
+#include "bridge/utf8.h"
 
 namespace kakeya::bridge {
 namespace {
@@ -16,51 +20,12 @@ constexpr std::size_t kMaxInfoLength = 256;
 bool is_lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
-const char* json_type_name(const json& v) {
-  if (v.is_number_integer()) return "integer";
-  if (v.is_number_float()) return "number";
-  return v.type_name();
-}
-
 Error bad_type(std::string_view field, std::string_view expected, const json& v) {
-  return make_error("bad_type", "`" + std::string(field) + "` must be " + std::string(expected) + ", got " +
-                                    json_type_name(v) + " " + json_excerpt(v));
+  return field_type_error(field, expected, v);
 }
 
 Error bad_value(std::string_view field, const json& v, std::string_view why) {
-  return make_error("bad_value",
-                    "`" + std::string(field) + "` = " + json_excerpt(v) + " is invalid: " + std::string(why));
-}
-
-// Checks that `obj` has exactly the `allowed` keys (all required).
-Status check_keys(const json& obj, std::string_view path, std::initializer_list<const char*> allowed) {
-  std::set<std::string> allowed_set(allowed.begin(), allowed.end());
-  for (const auto& [k, _] : obj.items()) {
-    if (!allowed_set.count(k)) {
-      return make_error("unknown_key", "unknown key `" + json_path_append_key(path, k) + "`");
-    }
-  }
-  for (const char* k : allowed) {
-    if (!obj.contains(k)) return make_error("missing_key", "missing key `" + json_path_append_key(path, k) + "`");
-  }
-  return ok_status();
-}
-
-Result<std::string> get_string(const json& obj, std::string_view path, const char* key) {
-  const json& v = obj.at(key);
-  std::string field = json_path_append_key(path, key);
-  if (!v.is_string()) return bad_type(field, "a string", v);
-  return v.get<std::string>();
-}
-
-Status check_info_string(std::string_view field, const std::string& s) {
-  if (s.size() > kMaxInfoLength) {
-    return bad_value(field, json(s), "longer than " + std::to_string(kMaxInfoLength) + " bytes");
-  }
-  for (char c : s) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return bad_value(field, json(s), "contains a control character");
-  }
-  return ok_status();
+  return field_value_error(field, v, why);
 }
 
 int parse_2(std::string_view s, std::size_t at) { return (s[at] - '0') * 10 + (s[at + 1] - '0'); }
@@ -135,24 +100,29 @@ Status validate_request(const RequestManifest& m) {
   for (const auto& [k, v] : m.params.items()) {
     std::string field = json_path_append_key("params", k);
     if (k.empty()) return bad_value(field, v, "parameter names must not be empty");
+    if (!is_valid_utf8(k)) return bad_value(field, v, "the parameter name is not well-formed UTF-8");
+    if (v.is_string() && !is_valid_utf8(v.get_ref<const std::string&>())) {
+      return bad_value(field, v, "not well-formed UTF-8");
+    }
     if (v.is_null()) return bad_value(field, v, "null is not a parameter value (omit the key to use the default)");
     if (v.is_object() || v.is_array()) return bad_type(field, "a string, number or boolean", v);
   }
   if (!is_valid_nonce(m.nonce)) return bad_value("nonce", json(m.nonce), "must match ^[a-z0-9][a-z0-9-]{3,63}$");
-  KAKEYA_TRY(check_info_string("requested_by", m.requested_by));
+  KAKEYA_TRY(check_info_string("requested_by", m.requested_by, kMaxInfoLength));
   if (!is_rfc3339(m.created_at)) {
     return bad_value("created_at", json(m.created_at), "not an RFC 3339 date-time (e.g. 2024-05-01T12:00:00Z)");
   }
   if (m.client.name.empty()) return bad_value("client.name", json(m.client.name), "must not be empty");
-  KAKEYA_TRY(check_info_string("client.name", m.client.name));
-  KAKEYA_TRY(check_info_string("client.version", m.client.version));
+  KAKEYA_TRY(check_info_string("client.name", m.client.name, kMaxInfoLength));
+  KAKEYA_TRY(check_info_string("client.version", m.client.version, kMaxInfoLength));
   return ok_status();
 }
 
 Result<RequestManifest> parse_request(std::string_view json_text) {
+  KAKEYA_TRY(check_document_size(kRequestPath, json_text, kMaxRequestBytes));
   KAKEYA_ASSIGN_OR_RETURN(json doc, parse_json_strict(json_text));
   if (!doc.is_object()) return bad_type("<root>", "an object", doc);
-  KAKEYA_TRY(check_keys(doc, "",
+  KAKEYA_TRY(check_exact_keys(doc, "",
                         {"schema_version", "preset", "params", "nonce", "requested_by", "created_at", "client"}));
 
   RequestManifest m;
@@ -164,19 +134,19 @@ Result<RequestManifest> parse_request(std::string_view json_text) {
   }
   m.schema_version = kRequestSchemaVersion;
 
-  KAKEYA_ASSIGN_OR_RETURN(m.preset, get_string(doc, "", "preset"));
+  KAKEYA_ASSIGN_OR_RETURN(m.preset, string_field(doc, "", "preset"));
   const json& params = doc.at("params");
   if (!params.is_object()) return bad_type("params", "an object", params);
   m.params = params;
-  KAKEYA_ASSIGN_OR_RETURN(m.nonce, get_string(doc, "", "nonce"));
-  KAKEYA_ASSIGN_OR_RETURN(m.requested_by, get_string(doc, "", "requested_by"));
-  KAKEYA_ASSIGN_OR_RETURN(m.created_at, get_string(doc, "", "created_at"));
+  KAKEYA_ASSIGN_OR_RETURN(m.nonce, string_field(doc, "", "nonce"));
+  KAKEYA_ASSIGN_OR_RETURN(m.requested_by, string_field(doc, "", "requested_by"));
+  KAKEYA_ASSIGN_OR_RETURN(m.created_at, string_field(doc, "", "created_at"));
 
   const json& client = doc.at("client");
   if (!client.is_object()) return bad_type("client", "an object", client);
-  KAKEYA_TRY(check_keys(client, "client", {"name", "version"}));
-  KAKEYA_ASSIGN_OR_RETURN(m.client.name, get_string(client, "client", "name"));
-  KAKEYA_ASSIGN_OR_RETURN(m.client.version, get_string(client, "client", "version"));
+  KAKEYA_TRY(check_exact_keys(client, "client", {"name", "version"}));
+  KAKEYA_ASSIGN_OR_RETURN(m.client.name, string_field(client, "client", "name"));
+  KAKEYA_ASSIGN_OR_RETURN(m.client.version, string_field(client, "client", "version"));
 
   KAKEYA_TRY(validate_request(m));
   return m;
@@ -187,13 +157,13 @@ std::string serialize_request(const RequestManifest& m) {
   out["schema_version"] = m.schema_version;
   out["preset"] = m.preset;
   // nlohmann::json objects are std::map-backed, so params come out sorted by key.
-  out["params"] = nlohmann::ordered_json::parse(m.params.is_object() ? m.params.dump() : "{}");
+  out["params"] = nlohmann::ordered_json::parse(m.params.is_object() ? to_json_text(m.params) : "{}");
   out["nonce"] = m.nonce;
   out["requested_by"] = m.requested_by;
   out["created_at"] = m.created_at;
   out["client"]["name"] = m.client.name;
   out["client"]["version"] = m.client.version;
-  return out.dump(2) + "\n";
+  return to_json_text(out, 2) + "\n";
 }
 
 std::string new_nonce() {

@@ -39,14 +39,16 @@ struct RequestManifest {
 };
 
 // Parses and validates request.json text. Errors:
-//   bad_json / duplicate_key  (from parse_json_strict)
+//   too_large     more than kMaxRequestBytes (bridge/limits.h), checked before parsing
+//   bad_json / duplicate_key / too_deep  (from parse_json_strict)
 //   unknown_key   a key not listed above (names it, e.g. `client.extra`)
 //   missing_key   a required key is absent
 //   bad_type      wrong JSON type (names the field and the value)
 //   bad_value     right type, invalid value (pattern, schema_version != 1, RFC 3339, null param)
 Result<RequestManifest> parse_request(std::string_view json_text);
 
-// Validates an in-memory manifest with the same rules as parse_request (except JSON syntax).
+// Validates an in-memory manifest with the same rules as parse_request (except JSON syntax), and
+// that every string is well-formed UTF-8 (a parsed document always is).
 Status validate_request(const RequestManifest& manifest);
 
 // Pretty JSON (2-space indent, trailing newline) in a fixed key order:

@@ -3,7 +3,10 @@
 #include <array>
 #include <utility>
 
+#include "bridge/json_fields.h"
 #include "bridge/json_strict.h"
+#include "bridge/layout.h"
+#include "bridge/limits.h"
 #include "bridge/request.h"
 
 namespace kakeya::bridge {
@@ -191,6 +194,7 @@ Result<RunStatus> status_from_json(const nlohmann::json& doc) {
 }
 
 Result<RunStatus> parse_status(std::string_view json_text) {
+  KAKEYA_TRY(check_document_size(kStatusPath, json_text, kMaxStatusBytes));
   KAKEYA_ASSIGN_OR_RETURN(json doc, parse_json_strict(json_text));
   return status_from_json(doc);
 }

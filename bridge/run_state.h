@@ -65,7 +65,7 @@ Status check_transition(const RunStatus& from, const RunStatus& to);
 nlohmann::json to_json(const RunStatus& status);
 
 // Strict parse of status.json (duplicate keys, unknown keys, wrong types are errors, naming the
-// field and value). `state` is required; the other fields default as in RunStatus when absent.
+// field and value; more than kMaxStatusBytes (bridge/limits.h) is `too_large`, before parsing). `state` is required; the other fields default as in RunStatus when absent.
 // Non-empty timestamps must be RFC 3339; claim_gen/attempt/heartbeat_seq are integers >= 0.
 Result<RunStatus> parse_status(std::string_view json_text);
 Result<RunStatus> status_from_json(const nlohmann::json& doc);

@@ -1,5 +1,7 @@
 #include "client/cancel.h"
 
+#include "bridge/cancel_request.h"
+#include "bridge/json_text.h"
 #include "bridge/layout.h"
 #include "bridge/request.h"
 #include "client/session.h"
@@ -9,7 +11,7 @@ namespace kakeya::client {
 
 nlohmann::json cancel_document(const std::string& requested_by, const std::string& created_at,
                                const std::string& reason) {
-  return nlohmann::json{{"requested_by", requested_by}, {"created_at", created_at}, {"reason", reason}};
+  return bridge::to_json(bridge::CancelRequest{requested_by, created_at, reason});
 }
 
 Result<CancelOutcome> request_cancel(bridge::GitBus& bus, const std::string& branch, const std::string& requested_by,
@@ -28,7 +30,9 @@ Result<CancelOutcome> request_cancel(bridge::GitBus& bus, const std::string& bra
       out.message = std::string("cancel already requested (state ") + bridge::to_string(out.state) + ")";
       return out;
     }
-    std::string doc = cancel_document(requested_by, bridge::now_rfc3339(), reason).dump(2) + "\n";
+    const bridge::CancelRequest cancel{requested_by, bridge::now_rfc3339(), reason};
+    KAKEYA_TRY(bridge::validate_cancel(cancel));  // what the runner will accept
+    const std::string doc = bridge::to_json_file(bridge::to_json(cancel));
     KAKEYA_ASSIGN_OR_RETURN(
         out.commit, bus.make_commit(snap->oid, snap->oid, {{std::string(bridge::kCancelPath), doc}},
                                     "kakeya cancel: " + branch + "\n\nreason: " + reason + "\n",

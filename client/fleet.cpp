@@ -4,7 +4,9 @@
 #include <cmath>
 #include <ctime>
 
+#include "bridge/json_strict.h"
 #include "bridge/layout.h"
+#include "bridge/limits.h"
 #include "bridge/run_state.h"
 #include "client/list.h"
 
@@ -95,19 +97,20 @@ Result<std::vector<RunnerEntry>> list_runners(bridge::GitBus& bus) {
     RunnerEntry e;
     e.id = ref.substr(prefix.size());
     e.commit = oid;
-    auto f = bus.read_file(oid, "runner.json");
+    auto f = bus.read_file(oid, "runner.json", bridge::kMaxRunnerDocBytes);
     if (!f.ok()) {
       e.error = f.error().str();
     } else if (!f.value()) {
       e.error = "no runner.json on " + ref;
     } else {
-      auto doc = nlohmann::json::parse(**f, nullptr, false);
-      if (doc.is_discarded() || !doc.is_object()) {
-        e.error = "runner.json is not a JSON object";
+      auto doc = bridge::parse_json_strict(**f);
+      if (!doc.ok() || !doc->is_object()) {
+        e.error = "runner.json is not a JSON object" + (doc.ok() ? std::string() : ": " + doc.error().message);
       } else {
-        e.doc = doc;
-        if (doc.contains("updated_at") && doc["updated_at"].is_string()) {
-          if (auto t = rfc3339_to_epoch(doc["updated_at"].get<std::string>())) e.age_s = now_epoch() - *t;
+        e.doc = std::move(doc).value();
+        const auto& d = e.doc;
+        if (d.contains("updated_at") && d["updated_at"].is_string()) {
+          if (auto t = rfc3339_to_epoch(d["updated_at"].get<std::string>())) e.age_s = now_epoch() - *t;
         }
       }
     }

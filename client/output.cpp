@@ -6,15 +6,15 @@
 #include <iostream>
 #include <string_view>
 
+#include "bridge/json_text.h"
+#include "bridge/utf8.h"
 #include "client/settings.h"
 
 namespace kakeya::client {
 
 int report_error(const Error& error, int exit_code) {
-  std::string msg = error.message;
-  for (char& c : msg) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
+  // Messages quote branch names and values from the remote: one escaped line.
+  const std::string msg = bridge::printable(error.message);
   std::cerr << "kakeya: " << error.code << ": " << msg << std::endl;
   return exit_code;
 }
@@ -33,7 +33,7 @@ bool is_usage_error(const Error& error) {
 int fail(const Error& error) { return report_error(error, is_usage_error(error) ? kExitUsage : kExitFailure); }
 
 void print_json(const nlohmann::json& doc) {
-  std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+  std::cout << bridge::to_json_text(doc, 2) << std::endl;
 }
 
 bool stderr_is_tty() { return isatty(STDERR_FILENO) == 1; }

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "bridge/json_text.h"
+
 namespace kakeya::client {
 
 std::vector<nlohmann::json> ProgressTracker::observe(const BranchSnapshot& snap, double t) {
@@ -45,7 +47,7 @@ void ProgressPrinter::emit(const nlohmann::json& event) {
     case Mode::Quiet:
       return;
     case Mode::Json:
-      json_ << event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n' << std::flush;
+      json_ << bridge::to_json_text(event) << '\n' << std::flush;
       return;
     case Mode::Human: {
       const std::string kind = event.value("event", std::string());

@@ -2,6 +2,7 @@
 
 #include "bridge/json_strict.h"
 #include "bridge/layout.h"
+#include "bridge/limits.h"
 #include "client/session.h"
 
 namespace kakeya::client {
@@ -10,7 +11,7 @@ Result<BranchSnapshot> read_snapshot(bridge::GitBus& bus, const std::string& bra
   BranchSnapshot snap;
   snap.branch = branch;
   snap.oid = oid;
-  KAKEYA_ASSIGN_OR_RETURN(auto req_text, bus.read_file(oid, std::string(bridge::kRequestPath)));
+  KAKEYA_ASSIGN_OR_RETURN(auto req_text, bus.read_file(oid, std::string(bridge::kRequestPath), bridge::kMaxRequestBytes));
   if (!req_text) {
     snap.request_error = "no " + std::string(bridge::kRequestPath);
   } else if (auto req = bridge::parse_request(*req_text); req.ok()) {
@@ -18,7 +19,7 @@ Result<BranchSnapshot> read_snapshot(bridge::GitBus& bus, const std::string& bra
   } else {
     snap.request_error = req.error().str();
   }
-  KAKEYA_ASSIGN_OR_RETURN(auto status_text, bus.read_file(oid, std::string(bridge::kStatusPath)));
+  KAKEYA_ASSIGN_OR_RETURN(auto status_text, bus.read_file(oid, std::string(bridge::kStatusPath), bridge::kMaxStatusBytes));
   if (status_text) {
     auto st = bridge::parse_status(*status_text);
     if (!st.ok()) {
@@ -27,11 +28,11 @@ Result<BranchSnapshot> read_snapshot(bridge::GitBus& bus, const std::string& bra
     snap.status = std::move(*st);
     snap.has_status = true;
   }
-  KAKEYA_ASSIGN_OR_RETURN(auto summary_text, bus.read_file(oid, std::string(bridge::kSummaryPath)));
+  KAKEYA_ASSIGN_OR_RETURN(auto summary_text, bus.read_file(oid, std::string(bridge::kSummaryPath), bridge::kMaxSummaryBytes));
   if (summary_text) {
     if (auto s = bridge::parse_json_strict(*summary_text); s.ok()) snap.summary = std::move(*s);
   }
-  KAKEYA_ASSIGN_OR_RETURN(auto cancel_text, bus.read_file(oid, std::string(bridge::kCancelPath)));
+  KAKEYA_ASSIGN_OR_RETURN(auto cancel_text, bus.read_file(oid, std::string(bridge::kCancelPath), bridge::kMaxCancelBytes));
   snap.cancel_requested = cancel_text.has_value();
   return snap;
 }
@@ -50,7 +51,7 @@ nlohmann::json snapshot_to_json(const BranchSnapshot& snap) {
   j["branch"] = snap.branch;
   j["commit"] = snap.oid;
   if (snap.request) {
-    j["request"] = nlohmann::json::parse(bridge::serialize_request(*snap.request));
+    j["request"] = nlohmann::json::parse(bridge::serialize_request(*snap.request), nullptr, false);
   } else {
     j["request"] = nullptr;
     j["request_error"] = snap.request_error;

@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "bridge/json_text.h"
 #include "client/output.h"
 #include "client/run_files.h"
 
@@ -30,7 +31,7 @@ int wait_and_report(Session& session, const std::string& branch, const WaitOptio
     }
   }
   if (json) {
-    std::cout << done.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+    std::cout << bridge::to_json_text(done) << std::endl;
   } else {
     std::cout << format_summary(done);
     if (done.contains("fetched")) {

@@ -2,11 +2,15 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cmath>
 #include <random>
 
 #include "bridge/branch.h"
+#include "bridge/json_text.h"
 #include "bridge/layout.h"
+#include "bridge/limits.h"
 #include "bridge/request.h"
+#include "bridge/utf8.h"
 #include "bridge/version.h"
 #include "runner/publish.h"
 
@@ -18,6 +22,17 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 constexpr int kMaxAttempts = 3;
+// Reasons written into status.json and summary.json are one line of at most this many bytes.
+constexpr std::size_t kMaxReasonBytes = 2048;
+// Back-off of a branch whose receipt push failed or whose tip cannot be read: 1 s doubling up to
+// 5 minutes.
+constexpr double kRetryMinS = 1.0;
+constexpr double kRetryMaxS = 300.0;
+
+// A branch name for log lines: without refs/heads/, escaped (bridge/utf8.h printable).
+std::string shown(const std::string& ref) {
+  return bridge::printable(bridge::strip_heads_prefix(ref), bridge::kMaxBranchNameBytes);
+}
 
 std::string sanitize(const std::string& ref) {
   std::string s = std::string(bridge::strip_heads_prefix(ref));
@@ -90,7 +105,7 @@ void Agent::reap() {
 bool Agent::start_job(JobRequest req) {
   auto bus = open_bus("job-" + std::to_string(job_counter_ % std::max(1, cfg_.max_jobs * 2)));
   if (!bus.ok()) {
-    spdlog::error("cannot open a bus for {}: {}", req.view.ref, bus.error().str());
+    spdlog::error("cannot open a bus for {}: {}", shown(req.view.ref), bus.error().str());
     return false;
   }
   ++job_counter_;
@@ -103,8 +118,8 @@ bool Agent::start_job(JobRequest req) {
   std::lock_guard<std::mutex> lock(slots_mu_);
   active_refs_.insert(raw->job->ref());
   raw->thread = std::thread([raw] {
-    const JobEnd end = raw->job->run();
-    spdlog::info("{}: job ended: {}", raw->job->ref(), to_string(end));
+    const JobEnd end = raw->job->run();  // never throws (Job::run catches)
+    spdlog::info("{}: job ended: {}", shown(raw->job->ref()), to_string(end));
     raw->done = true;
   });
   slots_.push_back(std::move(slot));
@@ -112,53 +127,143 @@ bool Agent::start_job(JobRequest req) {
 }
 
 void Agent::reject(const BranchView& view, const std::string& reason) {
-  spdlog::warn("{}: rejected: {}", view.ref, reason);
+  spdlog::warn("{}: rejected: {}", shown(view.ref), bridge::printable(reason, kMaxReasonBytes));
   publish_terminal_without_run(view, RunState::Rejected, reason, 0);
 }
 
+void Agent::back_off(Tracked& t) {
+  ++t.failures;
+  const double delay = std::min(kRetryMaxS, kRetryMinS * std::pow(2.0, std::min(t.failures - 1, 20)));
+  t.retry_at = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(delay));
+}
+
 // Terminal commits that need no claim first (reject, cancel while queued, takeover give-up).
-// `claim_gen` is the generation written (0 for never-claimed requests); a lost CAS is fine: the
-// branch will be re-examined on the next poll.
+// `claim_gen` is the generation written (0 for never-claimed requests). The commit is built once
+// on the observed tip; a push that does not win is retried later with back-off (push_receipt) and
+// the branch is not re-read until its tip moves.
 void Agent::publish_terminal_without_run(const BranchView& view, RunState state, const std::string& reason,
                                          int64_t claim_gen) {
+  const std::string line = bridge::printable(reason, kMaxReasonBytes);
   bridge::RunStatus st = view.status.value_or(bridge::RunStatus{});
   st.state = state;
-  st.reason = reason;
+  st.reason = line;
+  // Carried over from a status someone else wrote: bounded, so the receipt stays far below
+  // kMaxStatusBytes whatever that status held (an oversized receipt would read as malformed).
+  st.progress = nullptr;
+  st.log_tail = std::string(bridge::utf8_tail(st.log_tail, kMaxReasonBytes));
   st.runner_id = cfg_.runner_id;
   st.labels = cfg_.labels;
   st.claim_gen = claim_gen;
   st.updated_at = bridge::now_rfc3339();
   nlohmann::json summary{{"schema_version", 1},     {"state", bridge::to_string(state)},
-                         {"reason", reason},         {"runner_id", cfg_.runner_id},
+                         {"reason", line},           {"runner_id", cfg_.runner_id},
                          {"request_commit", view.tip}, {"finished_at", st.updated_at},
                          {"engine_version", engine_version()}};
   std::vector<bridge::FileChange> changes{status_change(st),
-                                          {std::string(bridge::kSummaryPath), summary.dump(2) + "\n"}};
-  auto commit = make_runner_commit(*bus_, view.tip, changes, std::string(bridge::to_string(state)), runner_author(cfg_));
+                                          {std::string(bridge::kSummaryPath), bridge::to_json_file(summary)}};
+  const std::string what = bridge::to_string(state);
+  auto commit = make_runner_commit(*bus_, view.tip, changes, what, runner_author(cfg_));
   if (!commit.ok()) {
-    spdlog::error("{}: cannot build {} commit: {}", view.ref, bridge::to_string(state), commit.error().str());
+    // The tip's tree cannot be used as a base (e.g. a tree libgit2 cannot parse): the receipt
+    // then holds only the run files, still on top of the tip.
+    spdlog::warn("{}: cannot build the {} commit on the branch's tree ({}); writing the run files alone",
+                 shown(view.ref), what, commit.error().str());
+    commit = bus_->make_commit(view.tip, std::nullopt, changes, "kakeya-runner: " + what + " [skip ci]",
+                               runner_author(cfg_));
+  }
+  Tracked& t = tracked_[view.ref];
+  if (!commit.ok()) {
+    spdlog::error("{}: cannot build the {} commit: {}", shown(view.ref), what, commit.error().str());
+    t.unreadable = true;
+    back_off(t);
     return;
   }
-  auto pushed = bus_->push_cas(view.ref, commit.value(), view.tip);
-  if (!pushed.ok()) {
-    spdlog::warn("{}: {} push failed: {}", view.ref, bridge::to_string(state), pushed.error().str());
-  } else if (pushed.value() == bridge::PushOutcome::Won) {
-    tracked_[view.ref] = Tracked{commit.value(), true, clock_type::now(), std::nullopt};
+  t.receipt = commit.value();
+  t.receipt_state = what;
+  push_receipt(view.ref, view.tip);
+}
+
+void Agent::push_receipt(const std::string& ref, const std::string& expected_tip) {
+  Tracked& t = tracked_[ref];
+  auto pushed = bus_->push_cas(ref, *t.receipt, expected_tip);
+  if (pushed.ok() && pushed.value() == bridge::PushOutcome::Won) {
+    spdlog::info("{}: {} receipt published", shown(ref), t.receipt_state);
+    t = Tracked{*t.receipt, true, clock_type::now(), std::nullopt};
+    return;
   }
+  back_off(t);
+  const double in_s = std::chrono::duration<double>(t.retry_at - clock_type::now()).count();
+  if (!pushed.ok()) {
+    spdlog::warn("{}: {} push failed (try {}; again in {:.0f}s): {}", shown(ref), t.receipt_state, t.failures, in_s,
+                 pushed.error().str());
+  } else {
+    spdlog::info("{}: {} push lost the compare-and-swap (try {}; again in {:.0f}s unless the branch moves)",
+                 shown(ref), t.receipt_state, t.failures, in_s);
+  }
+}
+
+void Agent::handle_unreadable(const std::string& ref, const std::string& oid, const Error& why) {
+  spdlog::warn("{}: cannot read tip {}: {}", shown(ref), oid.substr(0, 12), why.str());
+  Tracked& t = tracked_[ref];
+  if (t.oid != oid) t = Tracked{oid, false, clock_type::now(), std::nullopt};
+  BranchView view;
+  view.ref = ref;
+  view.tip = oid;
+  if (bus_->check_commit(oid).ok()) {
+    reject(view, "the branch cannot be read: " + why.message);
+    return;
+  }
+  t.unreadable = true;  // not even the commit is here: nothing to build a receipt on
+  back_off(t);
+}
+
+void Agent::handle_branch_guarded(const BranchView& view, PollStats& stats) {
+  std::string what;
+  try {
+    handle_branch(view, stats);
+    return;
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+    what = "unknown exception";
+  }
+  spdlog::error("{}: internal error while handling the branch: {}", shown(view.ref), bridge::printable(what, 512));
+  try {
+    if (!bridge::is_terminal(view.state()) && !active_refs_.count(view.ref)) {
+      reject(view, "the runner failed while reading this request (internal error: " + what + ")");
+      return;
+    }
+  } catch (...) {
+    spdlog::error("{}: internal error while rejecting the branch", shown(view.ref));
+  }
+  Tracked& t = tracked_[view.ref];
+  t.unreadable = true;
+  back_off(t);
 }
 
 void Agent::handle_branch(const BranchView& view, PollStats& stats) {
   auto& t = tracked_[view.ref];
   if (t.oid != view.tip) t = Tracked{view.tip, false, clock_type::now(), std::nullopt};
   t.view = view;
+  t.unreadable = false;  // read now
 
   if (!view.status_error.empty()) {
-    reject(view, "malformed .kakeya/run/status.json: " + view.status_error);
+    reject(view, view.status_error);
     return;
   }
   const RunState state = view.state();
   if (bridge::is_terminal(state)) {
     t.terminal = true;
+    return;
+  }
+  const std::string_view name = bridge::strip_heads_prefix(view.ref);
+  if (name.size() > bridge::kMaxBranchNameBytes) {
+    reject(view, "branch name is " + std::to_string(name.size()) + " bytes, more than the limit of " +
+                     std::to_string(bridge::kMaxBranchNameBytes) + ": \"" + bridge::printable(name, 64) + "\"");
+    return;
+  }
+  if (!view.request_error.empty()) {
+    reject(view, view.request_error);
     return;
   }
   if (!view.request_json) {
@@ -167,7 +272,7 @@ void Agent::handle_branch(const BranchView& view, PollStats& stats) {
   }
   auto manifest = bridge::parse_request(*view.request_json);
   if (!manifest.ok()) {
-    reject(view, "invalid request.json: " + manifest.error().message);
+    reject(view, "invalid " + std::string(bridge::kRequestPath) + ": " + manifest.error().message);
     return;
   }
   if (auto m = bridge::check_branch_matches(std::string(bridge::strip_heads_prefix(view.ref)), manifest.value()); !m.ok()) {
@@ -181,8 +286,13 @@ void Agent::handle_branch(const BranchView& view, PollStats& stats) {
   }
 
   if (state == RunState::Queued) {
+    if (!view.cancel_error.empty()) {
+      reject(view, view.cancel_error);
+      return;
+    }
     if (view.cancel_requested) {
-      publish_terminal_without_run(view, RunState::Cancelled, "cancelled by client before it was claimed", 0);
+      const std::string why = view.cancel && !view.cancel->reason.empty() ? ": " + view.cancel->reason : "";
+      publish_terminal_without_run(view, RunState::Cancelled, "cancelled by client before it was claimed" + why, 0);
       return;
     }
     if (auto v = bridge::validate_params(*preset, manifest->params); !v.ok()) {
@@ -192,7 +302,7 @@ void Agent::handle_branch(const BranchView& view, PollStats& stats) {
     }
     std::string why;
     if (!can_run(*preset, &why)) {
-      spdlog::debug("{}: not for this runner: {}", view.ref, why);
+      spdlog::debug("{}: not for this runner: {}", shown(view.ref), why);
       return;
     }
     if (active_jobs() >= cfg_.max_jobs) {
@@ -215,7 +325,7 @@ void Agent::handle_branch(const BranchView& view, PollStats& stats) {
   if (!own_stale && unchanged_s < cfg_.lease_s) return;
   std::string why;
   if (!can_run(*preset, &why)) return;
-  const std::string who = own_stale ? "this runner before a restart" : "runner " + st.runner_id;
+  const std::string who = own_stale ? "this runner before a restart" : "runner " + bridge::printable(st.runner_id, 128);
   const bool may_have_started = state == RunState::Running;
   if (st.attempt >= kMaxAttempts) {
     publish_terminal_without_run(view, RunState::InfraError,
@@ -234,7 +344,7 @@ void Agent::handle_branch(const BranchView& view, PollStats& stats) {
     ++stats.pending;
     return;
   }
-  spdlog::warn("{}: taking over from {} (tip unchanged {:.1f}s)", view.ref, who, unchanged_s);
+  spdlog::warn("{}: taking over from {} (tip unchanged {:.1f}s)", shown(view.ref), bridge::printable(who), unchanged_s);
   JobRequest req{view, manifest.value(), preset, manifest->params, st.claim_gen + 1, st.attempt + 1,
                  "taken over from " + who + (may_have_started ? " (idempotent re-run)" : " (command had not started)")};
   if (start_job(std::move(req))) ++stats.started;
@@ -255,21 +365,51 @@ void Agent::flush_spool() {
     auto fetched = bus_->fetch({pub->ref});
     if (!fetched.ok()) continue;
     if (!fetched->count(pub->ref)) {
-      spdlog::info("spool {}: branch gone, dropping result", pub->ref);
+      spdlog::info("spool {}: branch gone, dropping result", shown(pub->ref));
       fs::remove_all(entry.path(), ec);
       continue;
     }
     const auto outcome = publish_final(*bus_, pub.value(), runner_author(cfg_), 0);
     if (outcome == PublishOutcome::RetryLater) continue;
-    spdlog::info("spool {}: {}", pub->ref, outcome == PublishOutcome::Published ? "published" : "dropped (fenced or gone)");
+    spdlog::info("spool {}: {}", shown(pub->ref), outcome == PublishOutcome::Published ? "published" : "dropped (fenced or gone)");
     fs::remove_all(entry.path(), ec);
   }
+}
+
+Result<std::map<std::string, std::string>> Agent::fetch_isolated(const std::vector<std::string>& refs) {
+  auto all = bus_->fetch(refs);
+  if (all.ok() || refs.size() == 1) return all;
+  spdlog::warn("fetch of {} branches failed ({}); fetching them one by one", refs.size(), all.error().str());
+  std::map<std::string, std::string> out;
+  std::size_t failed = 0;
+  for (const auto& ref : refs) {
+    auto one = bus_->fetch({ref});
+    if (one.ok()) {
+      out.insert(one->begin(), one->end());
+      continue;
+    }
+    ++failed;
+    spdlog::warn("{}: cannot fetch: {}", shown(ref), one.error().str());
+    Tracked& t = tracked_[ref];
+    t.unreadable = true;
+    back_off(t);
+  }
+  if (failed == refs.size()) return std::move(all).error();  // the remote, not a branch
+  return out;
 }
 
 Result<PollStats> Agent::poll_once() {
   reap();
   PollStats stats;
-  KAKEYA_ASSIGN_OR_RETURN(auto refs, bus_->ls_remote("refs/heads/"));
+  bridge::AdvertisementStats adv;
+  KAKEYA_ASSIGN_OR_RETURN(auto refs, bus_->ls_remote("refs/heads/", &adv));
+  if ((adv.long_names != 0 || adv.over_count != 0) &&
+      (adv.long_names != last_adv_.long_names || adv.over_count != last_adv_.over_count)) {
+    spdlog::warn("the remote advertises {} branches: {} with names over {} bytes and {} beyond the first {} are "
+                 "not looked at (delete finished branches: kakeya gc)",
+                 adv.advertised, adv.long_names, bridge::kMaxRefNameBytes, adv.over_count, bridge::kMaxAdvertisedRefs);
+  }
+  last_adv_ = adv;
   std::optional<std::string> own_beat;
   for (const auto& r : refs) {
     if (r.name == beat_.ref()) own_beat = r.oid;
@@ -277,46 +417,83 @@ Result<PollStats> Agent::poll_once() {
   beat_.observe(own_beat);
   beat_runner("serving", false);
   flush_spool();
-  std::vector<std::string> changed, unchanged;
+  const auto now = clock_type::now();
+  std::vector<std::string> changed, unchanged, receipts;
   std::set<std::string> present;
   for (const auto& r : refs) {
     const std::string branch = std::string(bridge::strip_heads_prefix(r.name));
     if (bridge::is_runner_branch(branch)) continue;
-    bool match = false;
-    for (const auto& pat : cfg_.branch_patterns) match = match || bridge::branch_glob_match(pat, branch);
-    if (!match) continue;
+    if (!bridge::branch_matches_any(cfg_.branch_patterns, branch)) continue;
     ++stats.refs_seen;
     present.insert(r.name);
-    auto it = tracked_.find(r.name);
-    if (it != tracked_.end() && it->second.oid == r.oid && it->second.terminal) continue;
     if (active_refs_.count(r.name)) continue;  // our own job owns it right now
-    if (it != tracked_.end() && it->second.oid == r.oid && it->second.view) {
-      unchanged.push_back(r.name);  // re-examined from the cached view: no fetch
-      continue;
+    auto it = tracked_.find(r.name);
+    if (it != tracked_.end() && it->second.oid == r.oid) {
+      const Tracked& t = it->second;
+      if (t.terminal) continue;
+      if (t.receipt || t.unreadable) {
+        if (now < t.retry_at) continue;  // backing off: neither re-read nor re-pushed yet
+        if (t.receipt) {
+          receipts.push_back(r.name);
+          continue;
+        }
+        changed.push_back(r.name);  // unreadable: fetch and read again
+        continue;
+      }
+      if (t.view) {
+        unchanged.push_back(r.name);  // re-examined from the cached view: no fetch
+        continue;
+      }
     }
     changed.push_back(r.name);
   }
   for (auto it = tracked_.begin(); it != tracked_.end();) {
     it = present.count(it->first) ? std::next(it) : tracked_.erase(it);  // branch deleted (gc)
   }
+  for (const auto& ref : receipts) {
+    try {
+      push_receipt(ref, tracked_[ref].oid);
+    } catch (const std::exception& e) {
+      spdlog::error("{}: internal error while pushing a receipt: {}", shown(ref), bridge::printable(e.what(), 512));
+      back_off(tracked_[ref]);
+    }
+  }
   for (const auto& ref : unchanged) {
     const BranchView view = *tracked_[ref].view;  // copy: handle_branch may update tracked_
-    handle_branch(view, stats);
+    handle_branch_guarded(view, stats);
   }
   if (changed.empty()) return stats;
-  KAKEYA_ASSIGN_OR_RETURN(auto oids, bus_->fetch(changed));
-  stats.fetched = static_cast<int>(changed.size());
+  KAKEYA_ASSIGN_OR_RETURN(auto oids, fetch_isolated(changed));
+  stats.fetched = static_cast<int>(oids.size());
   for (const auto& ref : changed) {
     auto it = oids.find(ref);
     if (it == oids.end() || it->second.empty()) continue;
-    auto view = read_branch_view(*bus_, ref, it->second);
-    if (!view.ok()) {
-      spdlog::warn("{}: cannot read: {}", ref, view.error().str());
-      continue;
+    try {
+      auto view = read_branch_view(*bus_, ref, it->second);
+      if (!view.ok()) {
+        handle_unreadable(ref, it->second, view.error());
+        continue;
+      }
+      handle_branch_guarded(view.value(), stats);
+    } catch (const std::exception& e) {
+      spdlog::error("{}: internal error while reading the branch: {}", shown(ref), bridge::printable(e.what(), 512));
+      Tracked& t = tracked_[ref];
+      t.oid = it->second;
+      t.unreadable = true;
+      back_off(t);
     }
-    handle_branch(view.value(), stats);
   }
   return stats;
+}
+
+Result<PollStats> Agent::poll_guarded() {
+  try {
+    return poll_once();
+  } catch (const std::exception& e) {
+    return make_error("internal", "poll failed with an exception: " + bridge::printable(e.what(), 512));
+  } catch (...) {
+    return make_error("internal", "poll failed with an unknown exception");
+  }
 }
 
 std::chrono::duration<double> Agent::next_poll_delay(bool had_error) {
@@ -361,7 +538,7 @@ Status Agent::run_daemon(const std::atomic<int>& stop) {
   spdlog::info("runner {} serving {} (patterns: {}), max_jobs {}", cfg_.runner_id, bridge::redact_url(cfg_.remote_url),
                fmt::join(cfg_.branch_patterns, ", "), cfg_.max_jobs);
   while (stop.load() == 0) {
-    auto stats = poll_once();
+    auto stats = poll_guarded();
     if (!stats.ok()) spdlog::warn("poll failed: {}", stats.error().str());
     const auto delay = next_poll_delay(!stats.ok());
     const auto until = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(delay);
@@ -393,7 +570,7 @@ Status Agent::run_once(double max_seconds, const std::atomic<int>& stop) {
   const auto deadline = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
                                                 std::chrono::duration<double>(max_seconds));
   while (stop.load() == 0) {
-    KAKEYA_ASSIGN_OR_RETURN(auto stats, poll_once());
+    KAKEYA_ASSIGN_OR_RETURN(auto stats, poll_guarded());
     if (stats.started == 0 && stats.pending == 0 && active_jobs() == 0) break;
     if (clock_type::now() >= deadline) {
       cancel_all("runner once: deadline reached");

@@ -49,6 +49,9 @@ class Agent {
 
   Status init();                     // opens the bus and the work dirs
   Result<PollStats> poll_once();     // one discovery pass (non-blocking: jobs run in threads)
+  // poll_once behind an exception wall (error `internal`): what run_daemon and run_once call, so
+  // nothing thrown while polling ends the runner; the loop backs off as for any poll error.
+  Result<PollStats> poll_guarded();
 
   // Serve until `stop` says so. 1 = drain (stop claiming, finish jobs), 2 = cancel running jobs.
   Status run_daemon(const std::atomic<int>& stop);
@@ -66,6 +69,14 @@ class Agent {
     bool terminal = false;
     std::chrono::steady_clock::time_point first_seen;  // when this oid was first seen
     std::optional<BranchView> view;                    // parsed view of `oid`, if read
+    // A terminal commit built on `oid` (reject, cancel, give-up) whose push did not win: pushed
+    // again at `retry_at`, without re-reading the branch. Cleared when the tip moves.
+    std::optional<std::string> receipt;
+    std::string receipt_state;
+    // `oid` could not be fetched or read at all (nor given a receipt): fetched again at retry_at.
+    bool unreadable = false;
+    int failures = 0;                                  // consecutive failures, for the back-off
+    std::chrono::steady_clock::time_point retry_at;
   };
   struct Slot {
     std::unique_ptr<Job> job;
@@ -74,9 +85,21 @@ class Agent {
   };
 
   void handle_branch(const BranchView& view, PollStats& stats);
+  // handle_branch behind a wall: an exception (a bug, or memory) is logged and ends the branch
+  // `rejected` if possible, else backs off; it never reaches the poll loop.
+  void handle_branch_guarded(const BranchView& view, PollStats& stats);
   void reject(const BranchView& view, const std::string& reason);
   void publish_terminal_without_run(const BranchView& view, bridge::RunState state, const std::string& reason,
                                     int64_t claim_gen);
+  // Pushes tracked_[ref].receipt; on anything but a won CAS, schedules the next try (back-off).
+  void push_receipt(const std::string& ref, const std::string& expected_tip);
+  // A branch whose tip cannot be fetched or read: gets a `rejected` receipt when one can be built
+  // on its tip, else is retried with back-off (never every poll).
+  void handle_unreadable(const std::string& ref, const std::string& oid, const Error& why);
+  void back_off(Tracked& t);
+  // Fetches `refs` in one connection; if that fails, one by one, so that one bad branch cannot
+  // block the others. Returns ref -> oid of what was fetched; error only when nothing could be.
+  Result<std::map<std::string, std::string>> fetch_isolated(const std::vector<std::string>& refs);
   bool can_run(const bridge::PresetSpec& preset, std::string* why) const;
   bool start_job(JobRequest req);
   void reap();
@@ -96,6 +119,7 @@ class Agent {
   std::set<std::string> active_refs_;
   int job_counter_ = 0;
   int consecutive_errors_ = 0;
+  bridge::AdvertisementStats last_adv_;  // to log advertisement limits when they change
   RunnerBeat beat_{cfg_};
 };
 

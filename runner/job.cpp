@@ -12,7 +12,11 @@
 
 #include "bridge/branch.h"
 #include "bridge/gate.h"
+#include "bridge/json_strict.h"
+#include "bridge/json_text.h"
 #include "bridge/layout.h"
+#include "bridge/limits.h"
+#include "bridge/utf8.h"
 #include "bridge/version.h"
 #include "runner/job_log.h"
 #include "runner/process.h"
@@ -26,6 +30,7 @@ using bridge::RunState;
 namespace {
 
 constexpr size_t kHeartbeatTailBytes = 2048;
+constexpr size_t kMaxReasonBytes = 2048;  // status/summary reasons: one line, bounded
 constexpr uintmax_t kMaxResultBytes = 16u << 20;  // larger declared outputs are listed, not committed
 
 std::string read_file(const fs::path& p) {
@@ -87,12 +92,12 @@ bool Job::push_status(bridge::RunStatus st, const std::string& what) {
   st.updated_at = bridge::now_rfc3339();
   auto commit = make_runner_commit(*bus_, tip_, {status_change(st)}, what, runner_author(cfg_));
   if (!commit.ok()) {
-    spdlog::warn("{}: cannot build {} commit: {}", ref(), what, commit.error().str());
+    spdlog::warn("{}: cannot build {} commit: {}", shown_ref(), what, commit.error().str());
     return false;
   }
   auto pushed = bus_->push_cas(ref(), commit.value(), tip_);
   if (!pushed.ok()) {
-    spdlog::warn("{}: {} push failed: {}", ref(), what, pushed.error().str());
+    spdlog::warn("{}: {} push failed: {}", shown_ref(), what, pushed.error().str());
     return false;
   }
   if (pushed.value() != bridge::PushOutcome::Won) return false;
@@ -102,6 +107,32 @@ bool Job::push_status(bridge::RunStatus st, const std::string& what) {
 }
 
 JobEnd Job::run() {
+  std::string what;
+  try {
+    return run_unguarded();
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+    what = "unknown exception";
+  }
+  spdlog::error("{}: internal error in the job: {}", shown_ref(), bridge::printable(what, 512));
+  if (!claimed_) return JobEnd::ClaimLost;  // nothing of ours on the branch: the next poll decides
+  try {
+    return finish(RunState::InfraError, "the runner failed while running this job (internal error: " + what + ")",
+                  nlohmann::json::object(), "");
+  } catch (...) {
+    // Nothing published: the claim stays ours and is resolved as a stale claim (takeover rule,
+    // at most kMaxAttempts) by this runner's next poll.
+    spdlog::error("{}: internal error while publishing the failure", shown_ref());
+    return JobEnd::Fenced;
+  }
+}
+
+std::string Job::shown_ref() const {
+  return bridge::printable(bridge::strip_heads_prefix(ref()), bridge::kMaxBranchNameBytes);
+}
+
+JobEnd Job::run_unguarded() {
   tip_ = req_.view.tip;
   const auto& preset = *req_.preset;
   std::error_code ec;
@@ -112,12 +143,12 @@ JobEnd Job::run() {
   {
     auto oids = bus_->fetch({ref()});
     if (!oids.ok()) {
-      spdlog::warn("{}: fetch before claim failed: {}", ref(), oids.error().str());
+      spdlog::warn("{}: fetch before claim failed: {}", shown_ref(), oids.error().str());
       return JobEnd::ClaimLost;
     }
     auto it = oids->find(ref());
     if (it == oids->end() || it->second != req_.view.tip) {
-      spdlog::info("{}: tip moved before claim; leaving it to the next poll", ref());
+      spdlog::info("{}: tip moved before claim; leaving it to the next poll", shown_ref());
       return JobEnd::ClaimLost;
     }
   }
@@ -131,10 +162,11 @@ JobEnd Job::run() {
   claim.attempt = req_.attempt;
   claim.reason = req_.takeover_note.empty() ? "claimed by " + cfg_.runner_id : req_.takeover_note;
   if (!push_status(claim, "claim " + preset.name + " (gen " + std::to_string(req_.claim_gen) + ")")) {
-    spdlog::info("{}: claim lost", ref());
+    spdlog::info("{}: claim lost", shown_ref());
     return JobEnd::ClaimLost;
   }
-  spdlog::info("{}: claimed (gen {}, attempt {})", ref(), req_.claim_gen, req_.attempt);
+  claimed_ = true;
+  spdlog::info("{}: claimed (gen {}, attempt {})", shown_ref(), req_.claim_gen, req_.attempt);
 
   // 2. Prepare: validate again against the installed catalog, resolve models and argv.
   const fs::path out_dir = dir_ / "out";
@@ -196,7 +228,7 @@ JobEnd Job::run() {
       tip_ = view->tip;
       return finish(RunState::Cancelled, "cancelled by client before the command started", {{"argv", argv}}, "");
     }
-    spdlog::warn("{}: lost the branch before starting; not running", ref());
+    spdlog::warn("{}: lost the branch before starting; not running", shown_ref());
     return JobEnd::Fenced;
   }
 
@@ -229,6 +261,17 @@ JobEnd Job::run() {
   std::promise<ProcessResult> done;
   auto done_f = done.get_future();
   std::thread waiter([&p, &done] { done.set_value(p.wait()); });
+  // If anything below throws, stop the command and join the waiter before they are destroyed.
+  struct StopOnUnwind {
+    std::thread& waiter;
+    Process& process;
+    ~StopOnUnwind() {
+      if (waiter.joinable()) {
+        process.cancel();
+        waiter.join();
+      }
+    }
+  } stop_on_unwind{waiter, p};
 
   // 5. Heartbeats until the process ends; watch for client cancel and fencing.
   bool fenced = false;
@@ -253,12 +296,12 @@ JobEnd Job::run() {
     // Rejected (or failed) heartbeat: refetch and find out why.
     auto view = fetch_branch_view(*bus_, ref());
     if (!view.ok()) {
-      spdlog::warn("{}: heartbeat refetch failed: {}", ref(), view.error().str());
+      spdlog::warn("{}: heartbeat refetch failed: {}", shown_ref(), view.error().str());
       continue;  // network trouble: keep running, try again next beat
     }
     const auto& st = view->status;
     if (!st || st->claim_gen != req_.claim_gen || st->runner_id != cfg_.runner_id) {
-      spdlog::warn("{}: fenced (claim_gen {} by {}), killing the job", ref(), st ? st->claim_gen : 0,
+      spdlog::warn("{}: fenced (claim_gen {} by {}), killing the job", shown_ref(), st ? st->claim_gen : 0,
                    st ? st->runner_id : "?");
       fenced = true;
       p.cancel();
@@ -346,12 +389,15 @@ JobEnd Job::finish(RunState state, const std::string& reason, const nlohmann::js
         verdict = {{"passed", false},
                    {"evidence_violations", {{{"code", "REPORT_MISSING"}, {"message", "declared report " + rel + " was not written"}, {"path", rel}}}}};
       } else {
-        auto parsed = nlohmann::json::parse(read_file(f), nullptr, false);
-        if (parsed.is_discarded()) {
+        // Job output is input data: strict, depth-limited parsing (bridge/json_strict.h).
+        auto parsed = bridge::parse_json_strict(read_file(f));
+        if (!parsed.ok()) {
           verdict = {{"passed", false},
-                     {"evidence_violations", {{{"code", "REPORT_INVALID"}, {"message", "report " + rel + " is not valid JSON"}, {"path", rel}}}}};
+                     {"evidence_violations", {{{"code", "REPORT_INVALID"},
+                                               {"message", "report " + rel + " is not valid JSON: " + parsed.error().message},
+                                               {"path", rel}}}}};
         } else {
-          verdict = bridge::evaluate_gate(parsed, rules).to_json();
+          verdict = bridge::evaluate_gate(parsed.value(), rules).to_json();
         }
       }
       if (!verdict.value("passed", false)) gate["passed"] = false;
@@ -365,10 +411,11 @@ JobEnd Job::finish(RunState state, const std::string& reason, const nlohmann::js
 
   bridge::RunStatus st = status_;
   st.state = state;
-  st.reason = state == RunState::GateFailed ? "evidence gate failed (see gate.json)" : reason;
+  st.reason = state == RunState::GateFailed ? "evidence gate failed (see gate.json)"
+                                             : bridge::printable(reason, kMaxReasonBytes);
   st.updated_at = bridge::now_rfc3339();
-  st.log_tail = log_text.size() > kHeartbeatTailBytes ? log_text.substr(log_text.size() - kHeartbeatTailBytes)
-                                                      : log_text;
+  // job.log is well-formed UTF-8 (LogFilter); its tail starts on a character boundary.
+  st.log_tail = std::string(bridge::utf8_tail(log_text, kHeartbeatTailBytes));
 
   nlohmann::json summary = summary_extra;
   summary["schema_version"] = 1;
@@ -389,9 +436,9 @@ JobEnd Job::finish(RunState state, const std::string& reason, const nlohmann::js
   summary["gate_passed"] = gate["passed"];
 
   changes.push_back(status_change(st));
-  changes.push_back({std::string(bridge::kSummaryPath), summary.dump(2) + "\n"});
+  changes.push_back({std::string(bridge::kSummaryPath), bridge::to_json_file(summary)});
   changes.push_back({std::string(bridge::kLogsDir) + "job.log", log_text});
-  changes.push_back({std::string(bridge::kGatePath), gate.dump(2) + "\n"});
+  changes.push_back({std::string(bridge::kGatePath), bridge::to_json_file(gate)});
 
   FinalPublish pub;
   pub.ref = ref();
@@ -402,7 +449,7 @@ JobEnd Job::finish(RunState state, const std::string& reason, const nlohmann::js
   pub.changes = std::move(changes);
   switch (publish_final(*bus_, pub, runner_author(cfg_), cfg_.publish_retry_s)) {
     case PublishOutcome::Published:
-      spdlog::info("{}: published {} ({})", ref(), bridge::to_string(state), st.reason);
+      spdlog::info("{}: published {} ({})", shown_ref(), bridge::to_string(state), st.reason);
       return JobEnd::Published;
     case PublishOutcome::Fenced:
       return JobEnd::Fenced;
@@ -412,8 +459,8 @@ JobEnd Job::finish(RunState state, const std::string& reason, const nlohmann::js
       break;
   }
   auto spooled = spool_write(spool_dir_, pub);
-  if (!spooled.ok()) spdlog::error("{}: cannot spool result: {}", ref(), spooled.error().str());
-  spdlog::warn("{}: remote unreachable; result spooled in {}", ref(), spool_dir_.string());
+  if (!spooled.ok()) spdlog::error("{}: cannot spool result: {}", shown_ref(), spooled.error().str());
+  spdlog::warn("{}: remote unreachable; result spooled in {}", shown_ref(), spool_dir_.string());
   return JobEnd::Spooled;
 }
 

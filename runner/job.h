@@ -49,7 +49,8 @@ class Job {
   Job(const RunnerConfig& cfg, JobRequest req, std::unique_ptr<bridge::GitBus> bus,
       std::filesystem::path job_dir, std::filesystem::path spool_dir);
 
-  // Runs to the end. Thread: the job's own.
+  // Runs to the end. Thread: the job's own. Never throws: an exception inside (a bug, memory)
+  // is logged and, once the claim is ours, ends the run `infra_error` with the reason.
   JobEnd run();
 
   // Shutdown: cancel the running command and publish `cancelled` with `reason`. Any thread.
@@ -60,6 +61,8 @@ class Job {
 
  private:
   struct Outcome;
+  JobEnd run_unguarded();
+  std::string shown_ref() const;  // the branch for log lines (escaped)
   bool push_status(bridge::RunStatus st, const std::string& what);
   JobEnd finish(bridge::RunState state, const std::string& reason, const nlohmann::json& summary_extra,
                 const std::string& log_text);
@@ -72,6 +75,7 @@ class Job {
   bridge::RunStatus status_;
   std::string tip_;
   std::atomic<bool> command_started_{false};
+  bool claimed_ = false;  // our claim commit won (job thread only)
   std::mutex cancel_mu_;
   std::string cancel_reason_;
   std::atomic<bool> cancel_requested_{false};

@@ -27,7 +27,7 @@ struct JobLog::State {
   char last_byte = '\n';
   std::string tail;
   std::optional<Error> error;
-  std::unique_ptr<StreamingRedactor> redactor;
+  std::unique_ptr<LogFilter> filter;
 
   // REQUIRES: mu held.
   void put_raw(std::string_view data) {
@@ -47,14 +47,15 @@ struct JobLog::State {
     }
   }
 
-  // Redacted bytes arrive here. REQUIRES: mu held.
+  // Redacted, well-formed bytes (whole characters) arrive here. REQUIRES: mu held.
   void sink(std::string_view data) {
     if (truncated) {
       dropped += data.size();
       return;
     }
     const std::size_t room = cap - written;
-    const std::size_t take = std::min(room, data.size());
+    // Cut on a character boundary: the file stays well-formed UTF-8.
+    const std::size_t take = bridge::utf8_head(data, room).size();
     put_raw(data.substr(0, take));
     written += take;
     if (take < data.size()) {
@@ -86,8 +87,7 @@ Result<JobLog> JobLog::create(const std::filesystem::path& path, std::size_t cap
   st->cap = cap_bytes;
   st->fd = fd;
   State* raw = st.get();
-  st->redactor = std::make_unique<StreamingRedactor>(
-      std::move(secrets), [raw](std::string_view d) { raw->sink(d); });
+  st->filter = std::make_unique<LogFilter>(secrets, [raw](std::string_view d) { raw->sink(d); });
   return JobLog(std::move(st));
 }
 
@@ -95,7 +95,7 @@ void JobLog::write(std::string_view data) {
   if (!s_) return;
   std::lock_guard<std::mutex> lock(s_->mu);
   if (s_->closed) return;
-  s_->redactor->write(data);
+  s_->filter->write(data);
 }
 
 std::size_t JobLog::bytes_written() const {
@@ -125,7 +125,7 @@ std::string JobLog::tail(std::size_t max_bytes) const {
 
 std::vector<IgnoredSecret> JobLog::ignored_secrets() const {
   std::lock_guard<std::mutex> lock(s_->mu);
-  return s_->redactor->ignored();
+  return s_->filter->ignored();
 }
 
 std::optional<Error> JobLog::error() const {
@@ -137,7 +137,7 @@ void JobLog::close() {
   if (!s_) return;
   std::lock_guard<std::mutex> lock(s_->mu);
   if (s_->closed) return;
-  s_->redactor->flush();
+  s_->filter->flush();
   s_->closed = true;
   if (s_->fd >= 0 && ::close(s_->fd) != 0 && !s_->error.has_value()) {
     s_->error = make_error("io_error", "close " + s_->path.string() + ": " + std::strerror(errno));

@@ -1,9 +1,11 @@
 #pragma once
-// A job's log file: redacted, byte-capped, safe to write from the stdout and stderr readers
-// at once. Bytes flow write() -> StreamingRedactor -> cap -> file, so nothing that matches a
-// secret ever reaches the disk, and the cap counts redacted bytes.
+// A job's log file: redacted, well-formed UTF-8, byte-capped, safe to write from the stdout and
+// stderr readers at once. Bytes flow write() -> LogFilter (redact, escape ill-formed bytes as
+// `\xNN`, redact again; runner/log_filter.h) -> cap -> file, so nothing that matches a secret
+// ever reaches the disk, the file is always well-formed UTF-8 (the cap cuts between characters),
+// and the cap counts filtered bytes.
 //
-// Cap: once `cap_bytes` redacted bytes are in the file, one marker line
+// Cap: once the next character would take the file past `cap_bytes` filtered bytes, one marker line
 //   "[kakeya: log truncated at <cap_bytes> bytes]\n"
 // is appended (preceded by "\n" if the last byte written was not a newline) and all further
 // bytes are dropped but counted (bytes_dropped()). The file therefore holds at most
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "bridge/result.h"
+#include "runner/log_filter.h"
 #include "runner/redact.h"
 
 namespace kakeya::runner {
@@ -48,7 +51,7 @@ class JobLog {
 
   // The last min(max_bytes, kTailKeepBytes) bytes of the file as written so far (marker
   // included), starting on a UTF-8 character boundary (leading continuation bytes are
-  // skipped) so it can go into JSON. Bytes held back by the redactor are not included until
+  // skipped): well-formed UTF-8, so it can go into JSON. Bytes held back by the redactor are not included until
   // they are decided (or close()).
   std::string tail(std::size_t max_bytes) const;
 

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bridge/json_text.h"
 #include "runner/branch_view.h"
 
 namespace kakeya::runner {
@@ -78,7 +79,7 @@ Status spool_write(const fs::path& dir, const FinalPublish& p) {
   const fs::path tmp = dir / "meta.json.tmp";
   {
     std::ofstream out(tmp);
-    out << meta.dump(2) << "\n";
+    out << bridge::to_json_file(meta);
     if (!out) return make_error("spool_io", "cannot write " + tmp.string());
   }
   fs::rename(tmp, dir / "meta.json", ec);  // meta.json appears last: a complete spool entry

@@ -1,6 +1,7 @@
 #include "runner/runner_beat.h"
 
 #include "bridge/branch.h"
+#include "bridge/json_text.h"
 #include "bridge/request.h"
 #include "bridge/version.h"
 #include "runner/job.h"
@@ -25,7 +26,7 @@ bool RunnerBeat::due() const {
 }
 
 Status RunnerBeat::publish(bridge::GitBus& bus, const std::vector<std::string>& running, const std::string& state) {
-  const std::string text = runner_document(cfg_, running, state).dump(2) + "\n";
+  const std::string text = bridge::to_json_file(runner_document(cfg_, running, state));
   const std::string msg = "runner " + cfg_.runner_id + " " + state + " [skip ci]";
   const bool extend = remote_ && !last_.empty() && *remote_ == last_ && depth_ < kMaxBeatDepth;
   std::optional<std::string> parent;

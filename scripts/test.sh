@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test suite: deps, a warnings-as-errors build, every test (unit, engine, integration against
 # real git servers on loopback), then the AddressSanitizer/UBSan build of the suite and a short
-# libFuzzer run of the GGUF reader.
+# libFuzzer run of every fuzz target (tests/fuzz/run.sh; KAKEYA_FUZZ_SECONDS is the run's total).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bash "$root/scripts/deps.sh"
@@ -21,7 +21,7 @@ if [ "${KAKEYA_SKIP_SANITIZE:-0}" != 1 ]; then
 fi
 
 if [ -x "$root/tests/fuzz/run.sh" ] && [ "${KAKEYA_SKIP_FUZZ:-0}" != 1 ]; then
-  echo "== fuzz the GGUF reader (short run)"
+  echo "== fuzz every target (tests/fuzz: GGUF reader, bus documents, branch view, log redactor; short run)"
   FUZZ_SECONDS="${KAKEYA_FUZZ_SECONDS:-60}" bash "$root/tests/fuzz/run.sh"
 fi
 echo "== all tests passed"

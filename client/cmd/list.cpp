@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "bridge/utf8.h"
 #include "client/cmd/commands.h"
 #include "client/list.h"
 #include "client/output.h"
@@ -33,9 +34,9 @@ Command add_list(CLI::App& root, GlobalOptions& g) {
             std::cout << fmt::format("{:<48} {:<18} {:<12} {:<20} {}\n", "BRANCH", "PRESET", "STATE", "RUNNER",
                                      "UPDATED");
             for (const auto& e : *entries) {
-              std::cout << fmt::format("{:<48} {:<18} {:<12} {:<20} {}\n", e.branch, e.preset.empty() ? "-" : e.preset,
-                                       e.state, e.runner_id.empty() ? "-" : e.runner_id,
-                                       e.updated_at.empty() ? "-" : e.updated_at);
+              const auto p = [](const std::string& v) { return v.empty() ? std::string("-") : bridge::printable(v); };
+              std::cout << fmt::format("{:<48} {:<18} {:<12} {:<20} {}\n", p(e.branch), p(e.preset), p(e.state),
+                                       p(e.runner_id), p(e.updated_at));
             }
             std::cout << std::flush;
             return kExitOk;

@@ -1,6 +1,7 @@
 // kakeya run PRESET ... --wait SECONDS [--fetch DIR]: request + wait.
 #include <iostream>
 
+#include "bridge/json_text.h"
 #include "client/cmd/commands.h"
 #include "client/output.h"
 #include "client/request_flags.h"
@@ -26,7 +27,7 @@ Command add_run(CLI::App& root, GlobalOptions& g) {
             if (g.json) {
               nlohmann::json ev = submission_to_json(*s, session->remote);
               ev["event"] = "request";
-              std::cout << ev.dump() << std::endl;
+              std::cout << bridge::to_json_text(ev) << std::endl;
             } else {
               std::cerr << "requested " << s->branch << std::endl;
             }

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "bridge/json_text.h"
+#include "bridge/utf8.h"
 #include "client/cmd/commands.h"
 #include "client/fleet.h"
 #include "client/output.h"
@@ -16,7 +18,7 @@ std::string join(const nlohmann::json& arr) {
   std::string s;
   for (const auto& v : arr) {
     if (!s.empty()) s += ",";
-    s += v.is_string() ? v.get<std::string>() : v.dump();
+    s += bridge::printable(v.is_string() ? v.get<std::string>() : bridge::to_json_text(v), 256);
   }
   return s;
 }
@@ -58,12 +60,16 @@ Command add_runners(CLI::App& root, GlobalOptions& g) {
               const auto& d = r.doc;
               const std::string age = r.age_s ? fmt::format("{:.0f}s", *r.age_s) : "?";
               const std::string jobs = d.is_object() && d.contains("running") && d.contains("max_jobs")
-                                           ? fmt::format("{}/{}", d["running"].size(), d["max_jobs"].dump())
+                                           ? fmt::format("{}/{}", d["running"].size(), bridge::printable(bridge::to_json_text(d["max_jobs"]), 16))
                                            : "?";
-              std::cout << fmt::format("{:<24} {:<10} {:<8} {:<20} {:>5} {}\n", r.id,
-                                       d.is_object() ? d.value("state", "?") : "?", age,
+              const std::string state = d.is_object() && d.contains("state") && d["state"].is_string()
+                                            ? d["state"].get<std::string>()
+                                            : "?";
+              std::cout << fmt::format("{:<24} {:<10} {:<8} {:<20} {:>5} {}\n", bridge::printable(r.id, 64),
+                                       bridge::printable(state, 32), age,
                                        d.is_object() ? join(d.value("labels", nlohmann::json::array())) : "-", jobs,
-                                       d.is_object() ? join(d.value("running", nlohmann::json::array())) : r.error);
+                                       d.is_object() ? join(d.value("running", nlohmann::json::array()))
+                                                     : bridge::printable(r.error));
             }
             if (shown.empty()) std::cout << "(no runner seen within " << *within << ")\n";
             std::cout << std::flush;

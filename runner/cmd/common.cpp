@@ -6,7 +6,34 @@
 
 #include <iostream>
 
+#include <nlohmann/json.hpp>
+#include <spdlog/pattern_formatter.h>
+
+#include "bridge/json_text.h"
+#include "bridge/utf8.h"
+
 namespace kakeya::runner::cmd {
+namespace {
+
+// Log messages quote branch names, request values and job output: whatever their bytes, a log
+// record stays one line of well-formed UTF-8 (`%*` for text lines: printable() escapes invalid
+// bytes and control characters) or one valid JSON line (`%&`: the message as a JSON string).
+class SafeMessage final : public spdlog::custom_flag_formatter {
+ public:
+  explicit SafeMessage(bool json) : json_(json) {}
+  void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
+    const std::string_view payload(msg.payload.data(), msg.payload.size());
+    const std::string text = json_ ? bridge::to_json_text(nlohmann::json(std::string(payload)))
+                                   : bridge::printable(payload);
+    dest.append(text.data(), text.data() + text.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<SafeMessage>(json_); }
+
+ private:
+  bool json_;
+};
+
+}  // namespace
 
 void add_common_options(CLI::App* sub, CommonOptions& o) {
   sub->add_option("-c,--config", o.config_path, "Runner config YAML")->required();
@@ -19,11 +46,14 @@ void add_common_options(CLI::App* sub, CommonOptions& o) {
 void setup_logging(const CommonOptions& o) {
   auto logger = spdlog::stderr_color_mt("kakeya-runner");
   const bool json = o.log_format == "json" || (o.log_format == "auto" && !isatty(STDERR_FILENO));
+  auto formatter = std::make_unique<spdlog::pattern_formatter>();
   if (json) {
-    logger->set_pattern(R"({"t":"%Y-%m-%dT%H:%M:%S.%e%z","level":"%l","thread":%t,"msg":"%v"})");
+    formatter->add_flag<SafeMessage>('&', true).set_pattern(
+        R"({"t":"%Y-%m-%dT%H:%M:%S.%e%z","level":"%l","thread":%t,"msg":%&})");
   } else {
-    logger->set_pattern("%Y-%m-%d %H:%M:%S.%e %^%-5l%$ %v");
+    formatter->add_flag<SafeMessage>('*', false).set_pattern("%Y-%m-%d %H:%M:%S.%e %^%-5l%$ %*");
   }
+  logger->set_formatter(std::move(formatter));
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::from_str(o.log_level));
   spdlog::flush_on(spdlog::level::info);
@@ -32,12 +62,12 @@ void setup_logging(const CommonOptions& o) {
 std::unique_ptr<Loaded> load_all(const CommonOptions& o) {
   auto cfg = load_runner_config(o.config_path);
   if (!cfg.ok()) {
-    std::cerr << "kakeya-runner: config: " << cfg.error().message << "\n";
+    std::cerr << "kakeya-runner: config: " << bridge::printable(cfg.error().message) << "\n";
     return nullptr;
   }
   auto catalog = bridge::PresetCatalog::load_file(cfg->catalog_path);
   if (!catalog.ok()) {
-    std::cerr << "kakeya-runner: catalog: " << catalog.error().message << "\n";
+    std::cerr << "kakeya-runner: catalog: " << bridge::printable(catalog.error().message) << "\n";
     return nullptr;
   }
   auto creds = bridge::load_credentials(cfg->remote_url, cfg->credentials_file);

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bridge/gitbus.h"
+#include "bridge/json_text.h"
 #include "runner/cmd/commands.h"
 #include "runner/cmd/common.h"
 #include "runner/process.h"
@@ -56,7 +57,7 @@ void add_doctor(CLI::App& app, int& exit_code) {
       }
       exit_code = all_ok ? 0 : 1;
     }
-    if (*json) std::cout << nlohmann::json{{"ok", all_ok}, {"checks", checks}}.dump(2) << "\n";
+    if (*json) std::cout << bridge::to_json_file(nlohmann::json{{"ok", all_ok}, {"checks", checks}});
   });
 }
 

@@ -484,7 +484,7 @@ TEST(ShippedCatalog, LoadsAndHasTheTestPresets) {
   ASSERT_TRUE(ep.ok());
   auto eargv = resolve_argv(*echo, ArgvContext{&ep.value(), {}, {}, "/out"});
   ASSERT_TRUE(eargv.ok());
-  EXPECT_EQ(*eargv, (std::vector<std::string>{"/bin/echo", "-rf"}));
+  EXPECT_EQ(*eargv, (std::vector<std::string>{"/usr/bin/printf", "--", "%s\n", "-rf"}));
   EXPECT_FALSE(validate_params(*echo, json{{"message", "tab\there"}}).ok());
   EXPECT_FALSE(validate_params(*echo, json{{"message", std::string(201, 'a')}}).ok());
 }

@@ -1,6 +1,7 @@
 // Tokenizer against llama.cpp's Llama-2 SPM vectors, the stories260K reference prompt and the
-// niah-tiny golden prompts (../shared/reference/tokenizer/README.md, read from the shared folder and never copied into the
-// repository; those tests skip when it is absent), and models/niah-tiny.md.
+// niah-tiny golden prompts (../shared/reference/tokenizer/README.md, read from the shared folder
+// and never copied into the repository; those tests skip when it is absent), and
+// models/niah-tiny.md.
 #include "engine/tokenizer.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/gguf.h"
+#include "tests/engine/tokenizer_vectors.h"
 #include "tests/harness/paths.h"
 
 namespace kakeya::engine {
@@ -23,22 +25,8 @@ using kakeya::testing::data_dir;
 using kakeya::testing::shared_dir;
 using kakeya::testing::shared_dir_missing;
 using kakeya::testing::models_dir;
-
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  EXPECT_TRUE(f.good()) << p;
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-Tokenizer load(const std::filesystem::path& path) {
-  auto gguf = GgufFile::open(path.string());
-  EXPECT_TRUE(gguf.ok()) << (gguf.ok() ? "" : gguf.error().str());
-  auto tok = Tokenizer::from_gguf(*gguf);
-  EXPECT_TRUE(tok.ok()) << (tok.ok() ? "" : tok.error().str());
-  return std::move(tok).value();
-}
+using tokenizer_testing::load_tokenizer;
+using tokenizer_testing::slurp;
 
 // Skips the calling test when llama.cpp's Llama-2 SPM vectors are not in the shared folder.
 #define SKIP_WITHOUT_LLAMA_SPM()                                                            \
@@ -49,44 +37,17 @@ Tokenizer load(const std::filesystem::path& path) {
 
 const Tokenizer& llama_spm() {
   static const Tokenizer tok =
-      load(shared_dir() / "reference" / "tokenizer" / "ggml-vocab-llama-spm.gguf");
+      load_tokenizer(shared_dir() / "reference" / "tokenizer" / "ggml-vocab-llama-spm.gguf");
   return tok;
 }
 
 const Tokenizer& tok512() {
-  static const Tokenizer tok = load(models_dir() / "niah-tiny-f32.gguf");
+  static const Tokenizer tok = load_tokenizer(models_dir() / "niah-tiny-f32.gguf");
   return tok;
 }
 
-struct Vector {
-  std::string input;
-  std::vector<int32_t> ids;
-};
-
-std::vector<Vector> llama_vectors() {
-  const auto dir = shared_dir() / "reference" / "tokenizer";
-  const std::string inp = slurp(dir / "ggml-vocab-llama-spm.gguf.inp");
-  const std::string out = slurp(dir / "ggml-vocab-llama-spm.gguf.out");
-  const std::string sep = "\n__ggml_vocab_test__\n";
-  std::vector<Vector> v;
-  for (size_t pos = 0;;) {
-    const size_t hit = inp.find(sep, pos);
-    if (hit == std::string::npos) break;
-    v.push_back({inp.substr(pos, hit - pos), {}});
-    pos = hit + sep.size();
-  }
-  std::istringstream lines(out);
-  std::string line;
-  size_t i = 0;
-  while (std::getline(lines, line)) {
-    if (i >= v.size()) break;
-    std::istringstream ls(line);
-    int32_t id = 0;
-    while (ls >> id) v[i].ids.push_back(id);
-    ++i;
-  }
-  EXPECT_EQ(i, v.size());
-  return v;
+std::vector<tokenizer_testing::TokenizerVector> llama_vectors() {
+  return tokenizer_testing::read_vectors(shared_dir() / "reference" / "tokenizer" / "ggml-vocab-llama-spm.gguf");
 }
 
 TEST(TokenizerGguf, ReadsLlamaSpmVocabulary) {
@@ -150,7 +111,7 @@ TEST(TokenizerGguf, DecodeSkipsControlAndJoinsBytes) {
 
 TEST(TokenizerGguf, Stories260KReferencePrompt) {
   const auto ref = nlohmann::json::parse(slurp(data_dir() / "reference" / "stories260K-f32.ref.json"));
-  const Tokenizer t = load(models_dir() / "stories260K-f32.gguf");
+  const Tokenizer t = load_tokenizer(models_dir() / "stories260K-f32.gguf");
   EXPECT_EQ(t.n_vocab(), 512);
   const auto ids = t.encode(ref.at("prompt_text").get<std::string>(), ref.at("prompt_add_bos").get<bool>());
   EXPECT_EQ(ids, ref.at("prompt_ids").get<std::vector<int32_t>>());
@@ -282,13 +243,21 @@ std::vector<uint8_t> gguf_with_model(const std::string& model) {
 }
 
 TEST(TokenizerGguf, RefusesOtherTokenizerModels) {
-  const auto bytes = gguf_with_model("gpt2");
+  const auto bytes = gguf_with_model("bert");
   auto g = GgufFile::from_memory(bytes.data(), bytes.size());
   ASSERT_TRUE(g.ok()) << g.error().str();
   auto t = Tokenizer::from_gguf(*g);
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.error().code, "unsupported_tokenizer");
-  EXPECT_NE(t.error().message.find("gpt2"), std::string::npos);
+  EXPECT_NE(t.error().message.find("\"bert\""), std::string::npos);
+
+  const auto bpe_bytes = gguf_with_model("gpt2");  // byte-level BPE needs its merges
+  auto g1 = GgufFile::from_memory(bpe_bytes.data(), bpe_bytes.size());
+  ASSERT_TRUE(g1.ok()) << g1.error().str();
+  auto t1 = Tokenizer::from_gguf(*g1);
+  ASSERT_FALSE(t1.ok());
+  EXPECT_EQ(t1.error().code, "bad_vocab");
+  EXPECT_NE(t1.error().message.find("tokenizer.ggml.merges"), std::string::npos);
 
   const auto ok_bytes = gguf_with_model("llama");
   auto g2 = GgufFile::from_memory(ok_bytes.data(), ok_bytes.size());

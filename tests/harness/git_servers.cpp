@@ -61,7 +61,25 @@ Status write_file(const std::filesystem::path& p, const std::string& content) {
 
 }  // namespace
 
-Result<std::string> run_git(const std::vector<std::string>& args) {
+Result<std::string> run_git(const std::vector<std::string>& args, const std::optional<std::string>& input) {
+  // Standard input comes from a file, so a large input cannot block on a full pipe.
+  int in_fd = -1;
+  if (input) {
+    char tmpl[] = "/tmp/kakeya-git-stdin-XXXXXX";
+    in_fd = ::mkostemp(tmpl, O_CLOEXEC);
+    if (in_fd < 0) return make_error("git_failed", "mkostemp() failed");
+    ::unlink(tmpl);
+    std::size_t done = 0;
+    while (done < input->size()) {
+      const ssize_t n = ::write(in_fd, input->data() + done, input->size() - done);
+      if (n <= 0) {
+        ::close(in_fd);
+        return make_error("git_failed", "cannot write git's standard input");
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    ::lseek(in_fd, 0, SEEK_SET);
+  }
   std::vector<std::string> full{"git"};
   full.insert(full.end(), args.begin(), args.end());
   std::vector<char*> argv = to_argv(full);
@@ -75,8 +93,8 @@ Result<std::string> run_git(const std::vector<std::string>& args) {
   pid_t pid = ::fork();
   if (pid < 0) return make_error("git_failed", "fork() failed");
   if (pid == 0) {
-    int devnull = ::open("/dev/null", O_RDONLY);
-    if (devnull >= 0) ::dup2(devnull, 0);
+    int stdin_fd = in_fd >= 0 ? in_fd : ::open("/dev/null", O_RDONLY);
+    if (stdin_fd >= 0) ::dup2(stdin_fd, 0);
     ::dup2(out_pipe[1], 1);
     ::dup2(err_pipe[1], 2);
     ::execvp("git", argv.data());
@@ -84,6 +102,7 @@ Result<std::string> run_git(const std::vector<std::string>& args) {
   }
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
+  if (in_fd >= 0) ::close(in_fd);
   std::string out, err;
   pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
   int open_fds = 2;

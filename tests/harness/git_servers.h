@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,9 +18,10 @@
 
 namespace kakeya::testing {
 
-// Runs `git <args...>` (PATH lookup, no shell), stdin from /dev/null. Returns stdout with one
-// trailing newline stripped; error `git_failed` with the argv, exit status and stderr otherwise.
-Result<std::string> run_git(const std::vector<std::string>& args);
+// Runs `git <args...>` (PATH lookup, no shell), stdin from `input` (bytes as given) or else
+// /dev/null. Returns stdout with one trailing newline stripped; error `git_failed` with the argv,
+// exit status and stderr otherwise.
+Result<std::string> run_git(const std::vector<std::string>& args, const std::optional<std::string>& input = std::nullopt);
 
 // Creates bare repository `root/name` (`git init --bare -b main`) holding one commit on `main`
 // (README.md, made in a temporary clone and pushed), with `http.receivepack true` and

@@ -2,7 +2,7 @@
 // in a ledger (for exactly-once checks), prints log lines, sleeps, optionally writes a declared
 // output, appends "<nonce> <runner> <start_ms> <end_ms>" to <ledger>.spans when it finishes
 // (concurrency checks), optionally leaves a grandchild that ignores SIGTERM (process-group timeout checks),
-// and exits with a chosen code. Configured by flags; the ledger path comes from the
+// prints raw bytes given in hex (--print-hex: job output that is not UTF-8), and exits with a chosen code. Configured by flags; the ledger path comes from the
 // KAKEYA_TEST_LEDGER environment variable (allow-listed by the test catalog).
 #include <fcntl.h>
 #include <signal.h>
@@ -50,6 +50,17 @@ int main(int argc, char** argv) {
     else if (a == "--grandchild") grandchild = true;
     else if (a == "--print-env") print_env.push_back(next());
     else if (a == "--echo") std::cout << "echo: [" << next() << "]" << std::endl;
+    else if (a == "--print-hex") {
+      // Raw bytes on stdout, in two writes cut in the middle (any bytes at all: the log must cope).
+      const std::string hex = next();
+      std::string bytes;
+      for (std::size_t k = 0; k + 1 < hex.size(); k += 2) {
+        bytes += static_cast<char>(std::strtol(hex.substr(k, 2).c_str(), nullptr, 16));
+      }
+      const std::size_t half = bytes.size() / 2;
+      std::cout << bytes.substr(0, half) << std::flush;
+      std::cout << bytes.substr(half) << std::endl;
+    }
     else {
       std::cerr << "kakeya-test-job: unknown argument [" << a << "]" << std::endl;
       return 64;

@@ -75,6 +75,32 @@ class GitBusTest : public ::testing::TestWithParam<ServerKind> {
   std::string initial_;
 };
 
+TEST_P(GitBusTest, AdvertisementLimitsAtAndOnePast) {
+  GitBusOptions opts{2, 60};
+  opts.max_ref_name_bytes = 40;  // small limits, same code as kMaxRefNameBytes / kMaxAdvertisedRefs
+  opts.max_advertised_refs = 3;
+  const std::string at = "refs/heads/x" + std::string(40 - 12, 'a');   // exactly 40 bytes
+  const std::string past = "refs/heads/x" + std::string(41 - 12, 'b');  // 41 bytes
+  ASSERT_EQ(at.size(), 40u);
+  const std::string bare = (repos_.path() / "bus.git").string();
+  for (const std::string& ref : {at, past, std::string("refs/heads/y1"), std::string("refs/heads/y2")}) {
+    ASSERT_TRUE(run_git({"-C", bare, "update-ref", ref, initial_}).ok()) << ref;
+  }
+  auto bus = GitBus::open(url_, caches_.path() / "limits", creds_, opts);
+  ASSERT_TRUE(bus.ok()) << bus.error().str();
+  AdvertisementStats stats;
+  auto refs = bus->ls_remote("refs/heads/", &stats);
+  ASSERT_TRUE(refs.ok()) << refs.error().str();
+  std::vector<std::string> names;
+  for (const auto& r : *refs) names.push_back(r.name);
+  // Advertisement order is by name: main, the 40-byte name (kept at the limit), y1; y2 is past
+  // the count limit, the 41-byte name past the length limit.
+  EXPECT_EQ(names, (std::vector<std::string>{"refs/heads/main", at, "refs/heads/y1"}));
+  EXPECT_EQ(stats.advertised, 5u);
+  EXPECT_EQ(stats.long_names, 1u);
+  EXPECT_EQ(stats.over_count, 1u);
+}
+
 TEST_P(GitBusTest, LsRemoteAdvertisesMain) {
   GitBus bus = open_bus("a");
   auto refs = bus.ls_remote();
