@@ -120,8 +120,9 @@ Result<std::vector<RunnerEntry>> list_runners(bridge::GitBus& bus) {
   return out;
 }
 
-Result<GcReport> gc_requests(bridge::GitBus& bus, const std::string& ns, double older_than_s, bool dry_run) {
-  KAKEYA_ASSIGN_OR_RETURN(auto entries, list_requests(bus, ns, std::nullopt));
+Result<GcReport> gc_requests(bridge::GitBus& bus, const std::string& branch_prefix, double older_than_s,
+                             bool dry_run) {
+  KAKEYA_ASSIGN_OR_RETURN(auto entries, list_requests(bus, branch_prefix, std::nullopt));
   GcReport report;
   const double now = now_epoch();
   for (const auto& e : entries) {

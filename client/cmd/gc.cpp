@@ -22,7 +22,7 @@ Command add_gc(CLI::App& root, GlobalOptions& g) {
             if (!limit.ok()) return report_error(limit.error(), kExitUsage);
             auto session = open_session(g);
             if (!session.ok()) return fail(session.error());
-            auto report = gc_requests(session->bus, session->ns, *limit, *dry);
+            auto report = gc_requests(session->bus, session->prefix, *limit, *dry);
             if (!report.ok()) return fail(report.error());
             int errors = 0;
             for (const auto& c : report->candidates) errors += c.outcome.starts_with("error") ? 1 : 0;
