@@ -11,6 +11,7 @@
 
 #include "bridge/gitbus.h"
 #include "bridge/result.h"
+#include "bridge/runner_doc.h"
 
 namespace kakeya::client {
 
@@ -26,6 +27,7 @@ struct RunnerEntry {
   std::string id;                    // from the branch name kakeya/runners/<id>
   std::string commit;
   nlohmann::json doc;                // runner.json as published (null when unreadable)
+  std::optional<bridge::RunnerDoc> runner;  // the same, read as bridge::RunnerDoc (nullopt: unreadable)
   std::string error;                 // why doc could not be read
   std::optional<double> age_s;       // now - updated_at (the runner's clock; informational)
 };

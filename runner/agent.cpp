@@ -281,7 +281,29 @@ void Agent::handle_branch(const BranchView& view, PollStats& stats) {
   }
   const bridge::PresetSpec* preset = catalog_.find(manifest->preset);
   if (preset == nullptr) {
-    reject(view, "preset '" + manifest->preset + "' is not in this runner's allowlist");
+    const std::vector<std::string> offering = live_runners_offering(manifest->preset);
+    if (!offering.empty()) {
+      spdlog::debug("{}: preset '{}' is not in this runner's catalog; live runner(s) {} offer it", shown(view.ref),
+                    bridge::printable(manifest->preset), bridge::printable(fmt::format("{}", fmt::join(offering, ", "))));
+      return;
+    }
+    const std::string none = "preset '" + manifest->preset + "' is not in the catalog of runner " + cfg_.runner_id +
+                             " and no live runner offers it (runners seen within lease_s=" +
+                             fmt::format("{:g}", cfg_.lease_s) + "s)";
+    if (state == RunState::Queued) {
+      reject(view, none);
+      return;
+    }
+    // Claimed or running by a runner that has the preset: its job, until the lease expires (or
+    // at once when it is this runner's own claim from before a restart with another catalog).
+    const double unchanged_s = std::chrono::duration<double>(clock_type::now() - t.first_seen).count();
+    const bool own_stale = view.status->runner_id == cfg_.runner_id && !active_refs_.count(view.ref);
+    if (own_stale || unchanged_s >= cfg_.lease_s) {
+      publish_terminal_without_run(view, RunState::InfraError,
+                                   "lease of runner " + bridge::printable(view.status->runner_id, 128) +
+                                       " expired and " + none,
+                                   view.status->claim_gen + 1);
+    }
     return;
   }
 
@@ -376,6 +398,50 @@ void Agent::flush_spool() {
   }
 }
 
+void Agent::observe_peers(const std::vector<bridge::RemoteRef>& refs) {
+  const auto now = clock_type::now();
+  std::set<std::string> present;
+  std::vector<std::string> moved;
+  for (const auto& r : refs) {
+    if (!bridge::is_runner_branch(r.name) || r.name == beat_.ref()) continue;
+    present.insert(r.name);
+    auto it = peers_.find(r.name);
+    if (it != peers_.end() && it->second.oid == r.oid) continue;
+    peers_[r.name] = Peer{r.oid, now, std::nullopt};
+    moved.push_back(r.name);
+  }
+  std::erase_if(peers_, [&](const auto& kv) { return !present.count(kv.first); });
+  if (moved.empty()) return;
+  auto fetched = bus_->fetch(moved);
+  if (!fetched.ok()) {
+    spdlog::debug("cannot fetch {} runner branch(es): {}", moved.size(), fetched.error().str());
+    return;  // read again when they move next
+  }
+  for (const auto& [ref, oid] : *fetched) {
+    auto it = peers_.find(ref);
+    if (it == peers_.end() || it->second.oid != oid) continue;
+    auto text = bus_->read_file(oid, bridge::kRunnerDocFile, bridge::kMaxRunnerDocBytes);
+    auto doc = text.ok() && text->has_value() ? bridge::parse_runner_doc(**text)
+                                              : Result<bridge::RunnerDoc>(make_error("unreadable", "no runner.json"));
+    if (doc.ok()) {
+      it->second.doc = std::move(doc).value();
+    } else {
+      spdlog::debug("{}: runner.json unreadable: {}", shown(ref), doc.error().str());
+    }
+  }
+}
+
+std::vector<std::string> Agent::live_runners_offering(const std::string& preset) const {
+  std::vector<std::string> out;
+  const auto now = clock_type::now();
+  for (const auto& [ref, p] : peers_) {
+    const double age_s = std::chrono::duration<double>(now - p.first_seen).count();
+    if (!p.doc || age_s >= cfg_.lease_s || p.doc->state == "stopped") continue;
+    if (p.doc->offers(preset)) out.push_back(p.doc->id);
+  }
+  return out;
+}
+
 Result<std::map<std::string, std::string>> Agent::fetch_isolated(const std::vector<std::string>& refs) {
   auto all = bus_->fetch(refs);
   if (all.ok() || refs.size() == 1) return all;
@@ -416,6 +482,7 @@ Result<PollStats> Agent::poll_once() {
   }
   beat_.observe(own_beat);
   beat_runner("serving", false);
+  observe_peers(refs);
   flush_spool();
   const auto now = clock_type::now();
   std::vector<std::string> changed, unchanged, receipts;
