@@ -442,7 +442,9 @@ std::vector<std::string> Agent::live_runners_offering(const std::string& preset)
   return out;
 }
 
-Result<std::map<std::string, std::string>> Agent::fetch_isolated(const std::vector<std::string>& refs) {
+Result<std::map<std::string, std::string>> Agent::fetch_isolated(const std::map<std::string, std::string>& advertised) {
+  std::vector<std::string> refs;
+  for (const auto& [ref, oid] : advertised) refs.push_back(ref);
   auto all = bus_->fetch(refs);
   if (all.ok() || refs.size() == 1) return all;
   spdlog::warn("fetch of {} branches failed ({}); fetching them one by one", refs.size(), all.error().str());
@@ -457,6 +459,8 @@ Result<std::map<std::string, std::string>> Agent::fetch_isolated(const std::vect
     ++failed;
     spdlog::warn("{}: cannot fetch: {}", shown(ref), one.error().str());
     Tracked& t = tracked_[ref];
+    const std::string& oid = advertised.at(ref);
+    if (t.oid != oid) t = Tracked{oid, false, clock_type::now(), std::nullopt};
     t.unreadable = true;
     back_off(t);
   }
@@ -485,7 +489,8 @@ Result<PollStats> Agent::poll_once() {
   observe_peers(refs);
   flush_spool();
   const auto now = clock_type::now();
-  std::vector<std::string> changed, unchanged, receipts;
+  std::map<std::string, std::string> changed;  // ref -> advertised oid
+  std::vector<std::string> unchanged, receipts;
   std::set<std::string> present;
   for (const auto& r : refs) {
     const std::string branch = std::string(bridge::strip_heads_prefix(r.name));
@@ -504,7 +509,7 @@ Result<PollStats> Agent::poll_once() {
           receipts.push_back(r.name);
           continue;
         }
-        changed.push_back(r.name);  // unreadable: fetch and read again
+        changed[r.name] = r.oid;  // unreadable: fetch and read again
         continue;
       }
       if (t.view) {
@@ -512,7 +517,7 @@ Result<PollStats> Agent::poll_once() {
         continue;
       }
     }
-    changed.push_back(r.name);
+    changed[r.name] = r.oid;
   }
   for (auto it = tracked_.begin(); it != tracked_.end();) {
     it = present.count(it->first) ? std::next(it) : tracked_.erase(it);  // branch deleted (gc)
@@ -532,7 +537,8 @@ Result<PollStats> Agent::poll_once() {
   if (changed.empty()) return stats;
   KAKEYA_ASSIGN_OR_RETURN(auto oids, fetch_isolated(changed));
   stats.fetched = static_cast<int>(oids.size());
-  for (const auto& ref : changed) {
+  for (const auto& entry : changed) {
+    const std::string& ref = entry.first;
     auto it = oids.find(ref);
     if (it == oids.end() || it->second.empty()) continue;
     try {

@@ -104,9 +104,11 @@ class Agent {
   // on its tip, else is retried with back-off (never every poll).
   void handle_unreadable(const std::string& ref, const std::string& oid, const Error& why);
   void back_off(Tracked& t);
-  // Fetches `refs` in one connection; if that fails, one by one, so that one bad branch cannot
-  // block the others. Returns ref -> oid of what was fetched; error only when nothing could be.
-  Result<std::map<std::string, std::string>> fetch_isolated(const std::vector<std::string>& refs);
+  // Fetches the refs of `advertised` (ref -> advertised oid) in one connection; if that fails,
+  // one by one, so that one bad branch cannot block the others (a branch that cannot be fetched
+  // backs off at its advertised oid). Returns ref -> oid of what was fetched; error only when
+  // nothing could be.
+  Result<std::map<std::string, std::string>> fetch_isolated(const std::map<std::string, std::string>& advertised);
   bool can_run(const bridge::PresetSpec& preset, std::string* why) const;
   bool start_job(JobRequest req);
   void reap();
