@@ -229,7 +229,8 @@ void Agent::handle_branch_guarded(const BranchView& view, PollStats& stats) {
   }
   spdlog::error("{}: internal error while handling the branch: {}", shown(view.ref), bridge::printable(what, 512));
   try {
-    if (!bridge::is_terminal(view.state()) && !active_refs_.count(view.ref)) {
+    // Only a queued request can be rejected (claimed/running ones belong to a claim).
+    if (view.state() == RunState::Queued && !active_refs_.count(view.ref)) {
       reject(view, "the runner failed while reading this request (internal error: " + what + ")");
       return;
     }
