@@ -12,6 +12,12 @@
 //                           `infra_error`). Our own runner id but no live job here -> a stale
 //                           claim from before a crash: resolved at once by the same rule.
 //   terminal             -> remembered; never looked at again while its tip is unchanged.
+// No content of any branch can stop the runner (issue 10): a branch whose files are the wrong
+// kind, oversized or unparsable gets exactly one `rejected` receipt naming the path, field or
+// value (runner/branch_view.h); a receipt (reject, cancel, give-up) is built once and, when its
+// push does not win, pushed again with back-off (1 s doubling to 5 min) without re-reading the
+// branch; a branch that cannot be fetched or read backs off the same way; an exception while
+// handling one branch is caught and logged there, and the poll itself runs behind a second wall.
 // Mixed fleets: the other runners' kakeya/runners/<id> branches say which presets each offers
 // (bridge/runner_doc.h). A runner is live while its branch has moved within lease_s (timed on
 // this runner's monotonic clock) and it has not published state "stopped". A request for a
