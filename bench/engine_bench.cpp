@@ -34,11 +34,11 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "engine/cpu/thread_pool.h"
 #include "engine/ggml_types.h"
 #include "engine/model.h"
-#include "engine/report.h"
-#include "engine/synth.h"
-#include "engine/thread_pool.h"
+#include "engine/presets/report.h"
+#include "engine/presets/synth.h"
 
 extern "C" char** environ;
 
@@ -335,7 +335,7 @@ int run(Args a) {
       std::cerr << "engine_bench: " << st.error().str() << "\n";
       return 1;
     }
-    auto m = LlamaModel::load(model_path(a, type), ModelLoadOptions{.pack_rows = false});  // shapes only
+    auto m = LlamaModel::load(model_path(a, type));  // shapes only: nothing is uploaded
     if (!m.ok()) {
       std::cerr << "engine_bench: " << m.error().str() << "\n";
       return 1;
@@ -386,7 +386,7 @@ int run(Args a) {
                       {"child_wall_s", ar->child.wall_s},
                       {"weight_layout", ar->report["config"].value("weight_layout", "row-major")},
                       {"batched_matmul", ar->report["config"].value("batched_matmul", "sgemm")},
-                      {"packed_matrices", ar->report["model"].value("packed_matrices", 0)},
+                      {"packed_matrices", ar->report["engine"]["weights"].value("packed_matrices", 0)},
                       {"engine", ar->report["engine"]}});
       std::printf("%-6s %3d %10.2f %10.2f %8.2f %8.2f %10.0f %10.0f %6.2f\n", type.c_str(), t, pre, dec, dec_eff,
                   pre_eff, rss / 1e6, (c.file_bytes + kv) / 1e6, rss / (c.file_bytes + kv));

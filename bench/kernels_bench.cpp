@@ -19,9 +19,9 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "engine/cpu_features.h"
+#include "engine/cpu/cpu_features.h"
+#include "engine/cpu/quant.h"
 #include "engine/ggml_types.h"
-#include "engine/quant.h"
 
 namespace {
 

@@ -49,7 +49,7 @@ namespace kakeya {
   /* the git bus: names, state, objects */                                                         \
   X(kBadBranch, "bad_branch", "not a request branch name")                                         \
   X(kBranchMismatch, "branch_mismatch", "the branch name does not match the manifest")             \
-  X(kBadNamespace, "bad_namespace", "not a request branch namespace or prefix")                    \
+  X(kBadPrefix, "bad_prefix", "not a request branch prefix")                                      \
   X(kBadSuffix, "bad_suffix", "not a request branch suffix")                                       \
   X(kBadRef, "bad_ref", "not a ref name")                                                          \
   X(kBadOid, "bad_oid", "not an object id")                                                        \

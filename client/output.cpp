@@ -21,7 +21,7 @@ int report_error(const Error& error, int exit_code) {
 
 bool is_usage_error(const Error& error) {
   static constexpr ErrorCode kUsage[] = {
-      errc::kUsage,        errc::kNoRemote,       errc::kBadNamespace, errc::kBadParam,
+      errc::kUsage,        errc::kNoRemote,       errc::kBadPrefix , errc::kBadParam,
       errc::kUnknownParam, errc::kDuplicateParam, errc::kMissingParam, errc::kBadType,
       errc::kOutOfRange,   errc::kBadValue,       errc::kUnknownPreset, errc::kBadSuffix,
       errc::kBadState};

@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <optional>
 
-#include "engine/quant.h"
-#include "engine/synth.h"
+#include "engine/cpu/quant.h"
+#include "engine/gguf_writer.h"
 
 namespace kakeya::engine {
 namespace {
@@ -33,10 +33,14 @@ std::optional<int> parse_int(std::string_view s) {
 // A separate draft model with its own context ("gguf" and "quant").
 class ModelDraft final : public DraftSource {
  public:
-  ModelDraft(std::string kind, std::string spec, std::unique_ptr<LlamaModel> model,
-             const ContextOptions& options)
-      : kind_(std::move(kind)), spec_(std::move(spec)), model_(std::move(model)),
-        ctx_(std::make_unique<LlamaContext>(*model_, options)) {}
+  // The context runs `model` (which the draft owns) on the target's backend.
+  static Result<std::unique_ptr<DraftSource>> create(std::string kind, std::string spec, LlamaModel model,
+                                                     Backend& backend, const ContextOptions& options) {
+    auto owned = std::make_unique<LlamaModel>(std::move(model));
+    KAKEYA_ASSIGN_OR_RETURN(std::unique_ptr<LlamaContext> ctx, LlamaContext::create(*owned, backend, options));
+    return std::unique_ptr<DraftSource>(
+        new ModelDraft(std::move(kind), std::move(spec), std::move(owned), std::move(ctx)));
+  }
 
   std::string kind() const override { return kind_; }
   std::string spec() const override { return spec_; }
@@ -88,6 +92,9 @@ class ModelDraft final : public DraftSource {
   size_t resident_kv_bytes() const override { return ctx_->kv().resident_bytes(); }
 
  private:
+  ModelDraft(std::string kind, std::string spec, std::unique_ptr<LlamaModel> model, std::unique_ptr<LlamaContext> ctx)
+      : kind_(std::move(kind)), spec_(std::move(spec)), model_(std::move(model)), ctx_(std::move(ctx)) {}
+
   std::string kind_, spec_;
   std::unique_ptr<LlamaModel> model_;
   std::unique_ptr<LlamaContext> ctx_;
@@ -297,7 +304,7 @@ Result<std::unique_ptr<DraftSource>> make_draft_source(const std::string& spec, 
   const std::string arg = spec.substr(colon + 1);
   ContextOptions copt;
   copt.n_ctx = options.n_ctx != 0 ? options.n_ctx : target.n_ctx();
-  copt.n_threads = options.n_threads;
+  Backend& backend = options.backend != nullptr ? *options.backend : target.backend();
   const int64_t n_layer = target.model().hparams().n_layer;
   if (kind == "layers") {
     const auto k = parse_int(arg);
@@ -316,10 +323,9 @@ Result<std::unique_ptr<DraftSource>> make_draft_source(const std::string& spec, 
     return std::unique_ptr<DraftSource>(new LookupDraft(*n));
   }
   if (kind == "gguf") {
-    KAKEYA_ASSIGN_OR_RETURN(LlamaModel m, LlamaModel::load(arg, ModelLoadOptions{.pack_rows = options.pack_rows}));
+    KAKEYA_ASSIGN_OR_RETURN(LlamaModel m, LlamaModel::load(arg));
     KAKEYA_TRY(check_same_vocab(target.model().gguf(), m.gguf()));
-    return std::unique_ptr<DraftSource>(
-        new ModelDraft("gguf", spec, std::make_unique<LlamaModel>(std::move(m)), copt));
+    return ModelDraft::create("gguf", spec, std::move(m), backend, copt);
   }
   if (kind == "quant") {
     GgmlType type;
@@ -335,12 +341,11 @@ Result<std::unique_ptr<DraftSource>> make_draft_source(const std::string& spec, 
         std::filesystem::path(options.temp_dir) /
         ("kakeya-draft-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" + arg + ".gguf");
     KAKEYA_TRY(write_quantized_copy(target.model(), type, tmp.string()));
-    auto m = LlamaModel::load(tmp.string(), ModelLoadOptions{.pack_rows = options.pack_rows});
+    auto m = LlamaModel::load(tmp.string());
     std::error_code ec;
     std::filesystem::remove(tmp, ec);  // the mapping stays valid after unlink
     if (!m.ok()) return m.error();
-    return std::unique_ptr<DraftSource>(
-        new ModelDraft("quant", spec, std::make_unique<LlamaModel>(std::move(m.value())), copt));
+    return ModelDraft::create("quant", spec, std::move(m).value(), backend, copt);
   }
   return make_error("bad_param", "draft \"" + spec + "\": unknown kind \"" + kind +
                                      "\" (gguf, layers, quant, lookup)");

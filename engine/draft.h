@@ -64,13 +64,14 @@ class DraftSource {
   virtual size_t resident_kv_bytes() const { return 0; }
 };
 
+// A draft model ("gguf", "quant") runs in its own context, on `backend`: the target context's
+// backend when null. A separate backend lets the target's options (e.g. the CPU's batched matmul
+// mode chosen for verify blocks) differ from the draft's.
 struct DraftOptions {
-  int n_threads = 1;
+  Backend* backend = nullptr;
   size_t n_ctx = 0;  // context for a draft model; 0 = the target context's n_ctx
   // Directory for the temporary quantized copy (the file is unlinked right after it is mapped).
   std::string temp_dir = "/tmp";
-  // Load gguf and quant drafts with Q4_0/Q8_0 weights packed (ModelLoadOptions::pack_rows).
-  bool pack_rows = default_pack_rows();
 };
 
 // Errors "vocab_mismatch" unless both vocabularies have the same size and every token string is

@@ -4,7 +4,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "engine/kv_policy_layer.h"
 
 namespace kakeya::engine {
 
@@ -122,8 +121,8 @@ Status save_kv_policy(const std::filesystem::path& path, const KvPolicy& p) {
   return ok_status();
 }
 
-Result<std::vector<std::unique_ptr<KvLayer>>> make_kv_layers(const KvPolicy& p,
-                                                             const KvCacheShape& shape) {
+Result<std::vector<std::unique_ptr<KvLayer>>> make_kv_layers(const KvPolicy& p, const KvCacheShape& shape,
+                                                             Backend& backend) {
   KAKEYA_TRY(check_kv_policy(p, shape));
   std::vector<std::unique_ptr<KvLayer>> layers;
   for (size_t il = 0; il < shape.n_layer; ++il) {
@@ -133,24 +132,15 @@ Result<std::vector<std::unique_ptr<KvLayer>>> make_kv_layers(const KvPolicy& p,
     lp.tail = p.tail;
     lp.kv_bits = p.kv_bits;
     lp.quant_group = p.quant_group;
-    bool all_exact = true;
-    for (size_t h = 0; h < shape.n_head_kv; ++h) {
+    for (size_t h = 0; h < shape.n_head_kv; ++h)
       lp.exact_head.push_back(p.head_exact(static_cast<int>(il), static_cast<int>(h)));
-      all_exact = all_exact && lp.exact_head.back();
-    }
-    if (!p.bounded()) lp.window = 1;  // unused: every head is exact
-    if (all_exact && p.kv_bits == 32) {
-      layers.push_back(std::make_unique<FullKvLayer>(shape.n_head_kv, shape.head_dim, shape.n_ctx));
-    } else {
-      layers.push_back(std::make_unique<PolicyKvLayer>(shape.n_head_kv, shape.head_dim, shape.n_ctx,
-                                                       std::move(lp)));
-    }
+    layers.push_back(std::make_unique<KvLayer>(backend, shape.n_head_kv, shape.head_dim, shape.n_ctx, std::move(lp)));
   }
   return layers;
 }
 
 Status apply_kv_policy(KvCache& cache, const KvPolicy& p) {
-  KAKEYA_ASSIGN_OR_RETURN(auto layers, make_kv_layers(p, cache.shape()));
+  KAKEYA_ASSIGN_OR_RETURN(auto layers, make_kv_layers(p, cache.shape(), cache.backend()));
   return cache.set_layers(std::move(layers));
 }
 

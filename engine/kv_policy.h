@@ -54,11 +54,12 @@ nlohmann::json to_json(const KvPolicy& p);
 Result<KvPolicy> load_kv_policy(const std::filesystem::path& path);
 Status save_kv_policy(const std::filesystem::path& path, const KvPolicy& p);
 
-// One KvLayer per layer of `shape` implementing `p` (FullKvLayer where a layer is all exact
-// f32; PolicyKvLayer otherwise). Errors: check_kv_policy's.
-Result<std::vector<std::unique_ptr<KvLayer>>> make_kv_layers(const KvPolicy& p,
-                                                             const KvCacheShape& shape);
-// Replaces the layers of an empty cache. Errors: check_kv_policy's, KvCache::set_layers's.
+// One KvLayer per layer of `shape` implementing `p`, storing on `backend`. Errors:
+// check_kv_policy's.
+Result<std::vector<std::unique_ptr<KvLayer>>> make_kv_layers(const KvPolicy& p, const KvCacheShape& shape,
+                                                             Backend& backend);
+// Replaces the layers of an empty cache (storage on the cache's backend). Errors:
+// check_kv_policy's, KvCache::set_layers's.
 Status apply_kv_policy(KvCache& cache, const KvPolicy& p);
 
 // ANALYTICAL upper bound (a formula, not a measurement) on the resident bytes of a cache under

@@ -5,7 +5,7 @@
 #include "engine/cmd/commands.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"kakeya-engine — GGUF Llama inference presets (CPU/OpenBLAS)"};
+  CLI::App app{"kakeya-engine — GGUF Llama inference presets on a backend (--backend cpu)"};
   app.set_version_flag("--version", kakeya::engine_version());
   app.require_subcommand(1);
   int exit_code = 0;

@@ -1,9 +1,7 @@
 #include "engine/model.h"
 
-#include <cstdlib>
+#include <atomic>
 #include <map>
-
-#include "engine/quant.h"
 
 namespace kakeya::engine {
 namespace {
@@ -40,7 +38,8 @@ Result<WeightMatrix> matrix(const GgufFile& f, const std::string& name, int64_t 
   return WeightMatrix{name, t->type, t->data, n_in, n_out, t->row_bytes()};
 }
 
-Result<std::vector<float>> vector_f32(const GgufFile& f, const std::string& name, int64_t n) {
+// A vector of n values, as a matrix of one row.
+Result<WeightMatrix> vector_view(const GgufFile& f, const std::string& name, int64_t n) {
   const TensorInfo* t = f.find_tensor(name);
   if (t == nullptr) return make_error("missing_tensor", "tensor " + name + " is missing");
   if (t->nelements() != n || t->ne[0] != n) {
@@ -52,9 +51,7 @@ Result<std::vector<float>> vector_f32(const GgufFile& f, const std::string& name
                                        " is not a multiple of the " + ggml_type_name(t->type) +
                                        " block size");
   }
-  std::vector<float> out(static_cast<size_t>(n));
-  dequantize_row(t->type, t->data, out.data(), n);
-  return out;
+  return WeightMatrix{name, t->type, t->data, n, 1, t->row_bytes()};
 }
 
 Result<LlamaHparams> read_hparams(const GgufFile& f) {
@@ -115,15 +112,13 @@ Result<LlamaHparams> read_hparams(const GgufFile& f) {
 
 }  // namespace
 
-bool default_pack_rows() { return active_kernel_isa() != KernelIsa::Portable; }
-
-void LlamaModel::FreeDeleter::operator()(uint8_t* p) const { std::free(p); }
-
-Result<LlamaModel> LlamaModel::load(const std::string& path, ModelLoadOptions options) {
+Result<LlamaModel> LlamaModel::load(const std::string& path) {
+  static std::atomic<uint64_t> next_id{1};
   KAKEYA_ASSIGN_OR_RETURN(GgufFile file, GgufFile::open(path));
   LlamaModel m;
   m.gguf_ = std::make_unique<GgufFile>(std::move(file));
   m.path_ = path;
+  m.id_ = next_id.fetch_add(1);
   const GgufFile& f = *m.gguf_;
   KAKEYA_ASSIGN_OR_RETURN(m.hparams_, read_hparams(f));
   const LlamaHparams& hp = m.hparams_;
@@ -134,17 +129,17 @@ Result<LlamaModel> LlamaModel::load(const std::string& path, ModelLoadOptions op
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     LlamaLayerWeights& L = w.layers[static_cast<size_t>(il)];
     const std::string b = "blk." + std::to_string(il) + ".";
-    KAKEYA_ASSIGN_OR_RETURN(L.attn_norm, vector_f32(f, b + "attn_norm.weight", hp.n_embd));
+    KAKEYA_ASSIGN_OR_RETURN(L.attn_norm, vector_view(f, b + "attn_norm.weight", hp.n_embd));
     KAKEYA_ASSIGN_OR_RETURN(L.wq, matrix(f, b + "attn_q.weight", hp.n_embd, hp.n_head * hd));
     KAKEYA_ASSIGN_OR_RETURN(L.wk, matrix(f, b + "attn_k.weight", hp.n_embd, hp.n_head_kv * hd));
     KAKEYA_ASSIGN_OR_RETURN(L.wv, matrix(f, b + "attn_v.weight", hp.n_embd, hp.n_head_kv * hd));
     KAKEYA_ASSIGN_OR_RETURN(L.wo, matrix(f, b + "attn_output.weight", hp.n_head * hd, hp.n_embd));
-    KAKEYA_ASSIGN_OR_RETURN(L.ffn_norm, vector_f32(f, b + "ffn_norm.weight", hp.n_embd));
+    KAKEYA_ASSIGN_OR_RETURN(L.ffn_norm, vector_view(f, b + "ffn_norm.weight", hp.n_embd));
     KAKEYA_ASSIGN_OR_RETURN(L.w_gate, matrix(f, b + "ffn_gate.weight", hp.n_embd, hp.n_ff));
     KAKEYA_ASSIGN_OR_RETURN(L.w_up, matrix(f, b + "ffn_up.weight", hp.n_embd, hp.n_ff));
     KAKEYA_ASSIGN_OR_RETURN(L.w_down, matrix(f, b + "ffn_down.weight", hp.n_ff, hp.n_embd));
   }
-  KAKEYA_ASSIGN_OR_RETURN(w.output_norm, vector_f32(f, "output_norm.weight", hp.n_embd));
+  KAKEYA_ASSIGN_OR_RETURN(w.output_norm, vector_view(f, "output_norm.weight", hp.n_embd));
   if (f.find_tensor("output.weight") != nullptr) {
     KAKEYA_ASSIGN_OR_RETURN(w.output, matrix(f, "output.weight", hp.n_embd, hp.n_vocab));
   } else {
@@ -169,27 +164,6 @@ Result<LlamaModel> LlamaModel::load(const std::string& path, ModelLoadOptions op
   }
   if (f.has("kakeya.synthetic")) {
     KAKEYA_ASSIGN_OR_RETURN(m.synthetic_, f.get_bool("kakeya.synthetic"));
-  }
-  if (options.pack_rows) {
-    std::vector<WeightMatrix*> mats;
-    for (auto& L : w.layers) {
-      for (WeightMatrix* wm : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) mats.push_back(wm);
-    }
-    mats.push_back(&w.output);  // token_embd keeps its row-major rows for the embedding lookup
-    for (WeightMatrix* wm : mats) {
-      if (!packable(wm->type, wm->n_in)) continue;
-      const size_t bytes = kakeya::engine::packed_bytes(wm->type, wm->n_in, wm->n_out);
-      auto* buf = static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
-      if (buf == nullptr) {
-        return make_error("out_of_memory", "cannot allocate " + std::to_string(bytes) +
-                                               " bytes for the packed copy of " + wm->name);
-      }
-      m.packed_.emplace_back(buf);
-      pack_rows(wm->type, wm->data, wm->n_in, wm->n_out, buf);
-      f.release_pages(wm->data, static_cast<size_t>(wm->n_out) * wm->row_bytes);
-      wm->packed = buf;
-      m.packed_total_bytes_ += bytes;
-    }
   }
   return m;
 }

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "engine/report.h"
+#include "engine/presets/report.h"
 
 namespace kakeya::engine {
 namespace {
@@ -55,8 +55,15 @@ Status check_options(std::span<const int32_t> prompt, const SpecOptions& o) {
   return check_sampling_params(o.sampling);
 }
 
-int32_t choose(std::span<const float> logits, Sampler& sampler) {
-  return sampler.greedy() ? argmax(logits) : sampler.sample(logits);
+// The next token after `tokens` (appended to ctx): the argmax read back from the backend when
+// greedy, else a draw from the logits.
+Result<int32_t> eval_next(LlamaContext& ctx, std::span<const int32_t> tokens, Sampler& sampler) {
+  if (sampler.greedy()) {
+    KAKEYA_ASSIGN_OR_RETURN(std::vector<int32_t> ids, ctx.eval_argmax(tokens));
+    return ids[0];
+  }
+  KAKEYA_ASSIGN_OR_RETURN(std::vector<float> logits, ctx.eval(tokens));
+  return sampler.sample(logits);
 }
 
 }  // namespace
@@ -114,23 +121,22 @@ Result<GenerationResult> autoregressive_generate(LlamaContext& target, std::span
   KAKEYA_TRY(check_options(prompt, options));
   GenerationResult out;
   target.truncate(0);
-  target.set_batched_matmul(options.verify_mode);
   Sampler sampler(options.sampling);
   const auto t0 = std::chrono::steady_clock::now();
-  KAKEYA_ASSIGN_OR_RETURN(std::vector<float> logits, target.eval(prompt));
+  KAKEYA_ASSIGN_OR_RETURN(const int32_t first, eval_next(target, prompt, sampler));
   out.prefill_s = seconds_since(t0);
   const auto t1 = std::chrono::steady_clock::now();
   Committer c(prompt, options.stop, out);
-  bool go = c.push(choose(logits, sampler));
+  bool go = c.push(first);
   while (go) {
     if (target.n_past() + 1 > target.n_ctx()) {
       out.stop = StopReason::kContextFull;
       break;
     }
     const int32_t one[1] = {out.tokens.back()};
-    KAKEYA_ASSIGN_OR_RETURN(logits, target.eval(one));
+    KAKEYA_ASSIGN_OR_RETURN(const int32_t next, eval_next(target, one, sampler));
     ++out.target_forwards;
-    go = c.push(choose(logits, sampler));
+    go = c.push(next);
   }
   out.decode_s = seconds_since(t1);
   out.resident_kv_bytes = target.kv().resident_bytes();
@@ -143,7 +149,6 @@ Result<GenerationResult> speculative_generate(LlamaContext& target, DraftSource&
   KAKEYA_TRY(check_options(prompt, options));
   GenerationResult out;
   target.truncate(0);
-  target.set_batched_matmul(options.verify_mode);
   Sampler sampler(options.sampling);
   SamplingParams draft_params = options.sampling;
   draft_params.seed ^= 0x9E3779B97F4A7C15ull;  // an independent stream for the draft's draws
@@ -151,7 +156,7 @@ Result<GenerationResult> speculative_generate(LlamaContext& target, DraftSource&
   Sampler* draft_sampling = sampler.greedy() ? nullptr : &draft_sampler;
 
   const auto t0 = std::chrono::steady_clock::now();
-  KAKEYA_ASSIGN_OR_RETURN(std::vector<float> logits, target.eval(prompt));
+  KAKEYA_ASSIGN_OR_RETURN(const int32_t first, eval_next(target, prompt, sampler));
   out.prefill_s = seconds_since(t0);
   const auto td = std::chrono::steady_clock::now();
   KAKEYA_TRY(draft.begin(prompt));
@@ -159,7 +164,7 @@ Result<GenerationResult> speculative_generate(LlamaContext& target, DraftSource&
 
   const auto t1 = std::chrono::steady_clock::now();
   Committer c(prompt, options.stop, out);
-  bool go = c.push(choose(logits, sampler));
+  bool go = c.push(first);
   const size_t n_vocab = static_cast<size_t>(target.n_vocab());
   std::vector<int32_t> batch;
   while (go) {
@@ -184,22 +189,29 @@ Result<GenerationResult> speculative_generate(LlamaContext& target, DraftSource&
     const size_t context_before = c.context().size();
     batch.assign(1, c.context().back());
     batch.insert(batch.end(), block.tokens.begin(), block.tokens.end());
-    KAKEYA_ASSIGN_OR_RETURN(std::vector<float> rows, target.eval(batch, /*all_logits=*/true));
+    // Greedy: only each row's argmax comes back from the backend; sampling needs the logits.
+    std::vector<int32_t> row_ids;
+    std::vector<float> rows;
+    if (sampler.greedy()) {
+      KAKEYA_ASSIGN_OR_RETURN(row_ids, target.eval_argmax(batch, /*all_rows=*/true));
+    } else {
+      KAKEYA_ASSIGN_OR_RETURN(rows, target.eval(batch, /*all_logits=*/true));
+    }
     ++out.target_forwards;
 
     size_t n_acc = 0;
     for (size_t i = 0; i <= kd && go; ++i) {
-      const std::span<const float> row(rows.data() + i * n_vocab, n_vocab);
       if (i == kd) {  // every draft accepted (or none proposed): the target's own next token
-        go = c.push(choose(row, sampler));
+        go = c.push(sampler.greedy() ? row_ids[i]
+                                     : sampler.sample(std::span<const float>(rows.data() + i * n_vocab, n_vocab)));
         break;
       }
       const int32_t d = block.tokens[i];
       AcceptDecision dec;
       if (sampler.greedy()) {
-        const int32_t t = argmax(row);
-        dec = {t, t == d};
+        dec = {row_ids[i], row_ids[i] == d};
       } else {
+        const std::span<const float> row(rows.data() + i * n_vocab, n_vocab);
         const std::vector<float> p = sampling_probabilities(row, options.sampling);
         const std::span<const float> q =
             i < block.q.size() ? std::span<const float>(block.q[i]) : std::span<const float>();

@@ -17,10 +17,12 @@
 //   sampling from the target (Leviathan et al., Theorem 1);
 //   rejected K/V is trimmed by LlamaContext::truncate (O(1)); the draft is told via commit().
 //
-// Equality with AR: verify rows and one-token decode logits must agree bit for bit; the target
-// context runs verify blocks with MatmulMode::kQuantizedActivations (per-token decode kernels and
-// the per-token attention path) unless SpecOptions::verify_mode says otherwise. Prefill uses
-// the same mode in both loops, so both start from identical KV.
+// Equality with AR: verify rows and one-token decode logits must agree bit for bit. That is the
+// backend's requirement "verify agrees with decode" (backend.h): blocks shorter than
+// kExactBlockTokens are computed like one-token decode by every backend in its default options
+// (the CPU backend opened with batched_matmul=sgemm gives it up). Prefill runs the same way in
+// both loops, so both start from identical KV. Greedy loops read back only the argmax of each
+// row (LlamaContext::eval_argmax).
 //
 // Stopping (both loops, checked after every committed token, in this order): EOS (not included
 // in the output), the runaway guard (the last 12·u generated tokens are one unit of u = 1..8
@@ -48,7 +50,6 @@ struct SpecOptions {
   int block_size = 4;  // drafts per target forward (k >= 1)
   SamplingParams sampling;  // temperature 0 = greedy
   StopRules stop;
-  MatmulMode verify_mode = MatmulMode::kQuantizedActivations;
 };
 
 // Why generation ended.
@@ -76,8 +77,8 @@ struct GenerationResult {
 std::string runaway_reason(std::span<const int32_t> generated, int repeats, int max_unit);
 
 // Plain autoregressive decoding: prefill `prompt` from an empty cache, then one target forward per
-// token. Greedy or seeded sampling per options.sampling (block_size, verify_mode only set the
-// prefill mode to match speculative_generate). Errors: context errors, "bad_param".
+// token. Greedy or seeded sampling per options.sampling (block_size is not used). Errors: context
+// errors, "bad_param".
 Result<GenerationResult> autoregressive_generate(LlamaContext& target, std::span<const int32_t> prompt,
                                                  const SpecOptions& options);
 

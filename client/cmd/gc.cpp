@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "bridge/units.h"
+#include "bridge/utf8.h"
 #include "client/cmd/commands.h"
 #include "client/fleet.h"
 #include "client/output.h"
@@ -27,7 +28,7 @@ Command add_gc(CLI::App& root, GlobalOptions& g) {
             const bool dry_run = gc_is_dry_run(*dry, *yes, stdin_is_tty());
             auto session = open_session(g);
             if (!session.ok()) return fail(session.error());
-            auto report = gc_requests(session->bus, session->ns, *limit, dry_run);
+            auto report = gc_requests(session->bus, session->prefix, *limit, dry_run);
             if (!report.ok()) return fail(report.error());
             int errors = 0;
             for (const auto& c : report->candidates) errors += c.outcome.starts_with("error") ? 1 : 0;
@@ -40,7 +41,8 @@ Command add_gc(CLI::App& root, GlobalOptions& g) {
               print_json({{"dry_run", dry_run}, {"older_than_s", *limit}, {"candidates", arr}, {"kept", report->kept}});
             } else {
               for (const auto& c : report->candidates) {
-                std::cout << fmt::format("{:<13} {:<48} {:<12} {}\n", c.outcome, c.branch, c.state, c.updated_at);
+                std::cout << fmt::format("{:<13} {:<48} {:<12} {}\n", c.outcome, bridge::printable(c.branch), c.state,
+                                         bridge::printable(c.updated_at));
               }
               std::cout << fmt::format("{} {} finished request branch(es); {} kept (not finished or too recent)\n",
                                        dry_run ? "would delete" : "deleted",

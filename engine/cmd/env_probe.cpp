@@ -1,39 +1,32 @@
-// kakeya-engine env-probe --out DIR: writes DIR/report.json describing the real machine.
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
+// kakeya-engine env-probe --out DIR: writes DIR/report.json describing the real machine
+// (engine/presets/env_probe.h).
 #include <iostream>
+#include <memory>
+#include <string>
 
 #include "engine/cmd/commands.h"
-#include "engine/env_probe.h"
-#include "engine/report.h"
+#include "engine/cmd/flags.h"
+#include "engine/presets/env_probe.h"
 
 namespace kakeya::engine::cmd {
 
 void add_env_probe(CLI::App& app, int& exit_code) {
-  auto* sub = app.add_subcommand("env-probe", "Describe this machine (CPU, memory, OpenBLAS, Vulkan) as JSON");
-  auto out = std::make_shared<std::string>();
-  auto json = std::make_shared<bool>(false);
-  sub->add_option("--out", *out, "Directory for report.json (created if missing)");
-  sub->add_flag("--json", *json, "Print the report JSON on stdout instead of a summary");
-  sub->callback([out, json, &exit_code] {
-    const nlohmann::json report = env_probe_report();
-    if (!out->empty()) {
-      std::error_code ec;
-      std::filesystem::create_directories(*out, ec);
-      const auto path = std::filesystem::path(*out) / "report.json";
-      std::ofstream f(path);
-      f << report_json_text(report) << "\n";
-      if (!f) {
-        std::cerr << "env-probe: cannot write " << path << "\n";
-        exit_code = 1;
-        return;
-      }
-      std::cerr << "env-probe: wrote " << path.string() << "\n";
+  auto* sub = app.add_subcommand("env-probe", "Describe this machine (CPU, memory, OpenBLAS, Vulkan, backends) as JSON");
+  auto flags = std::make_shared<CommonFlags>();
+  add_common_flags(sub, *flags, kBackendFlag | kThreadsFlag | kOutFlag | kJsonFlag);
+  sub->callback([flags, &exit_code] {
+    const std::string name = "env-probe";
+    auto backend = open_flag_backend(*flags);
+    if (!backend.ok()) {
+      exit_code = fail(name, backend.error());
+      return;
     }
-    if (*json) {
-      std::cout << report_json_text(report) << "\n";
-    } else {
+    const nlohmann::json report = env_probe_report(flags->backend, **backend);
+    if (Status st = emit_report(name, *flags, report); !st.ok()) {
+      exit_code = fail(name, st.error());
+      return;
+    }
+    if (!flags->json) {
       const auto& cpu = report["cpu"];
       std::cout << "cpu: " << cpu["model_name"].dump() << " (" << cpu["logical_cpus_online"]
                 << " logical CPUs), avx2=" << cpu["features"]["avx2"]
@@ -45,7 +38,15 @@ void add_env_probe(CLI::App& app, int& exit_code) {
                         ? std::to_string(report["vulkan"]["devices"].size()) + " device(s)"
                         : report["vulkan"].value("reason", std::string("unavailable")))
                 << "\n";
+      for (const auto& b : report["backends"]) {
+        std::cout << "backend " << b["name"].get<std::string>() << ": "
+                  << (b["available"].get<bool>() ? b["info"]["device"].get<std::string>() + " (" +
+                                                       b["info"]["kernel_set"].get<std::string>() + ")"
+                                                 : b["reason"].get<std::string>())
+                  << "\n";
+      }
     }
+    exit_code = 0;
   });
 }
 

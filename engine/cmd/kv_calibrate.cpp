@@ -1,50 +1,54 @@
 // kakeya-engine kv-calibrate: rank layers / KV heads by retrieval dependence and write a policy
-// file for niah-eval (DIR/policy.json) plus the ranking (DIR/calibration.json).
+// file for niah-eval (DIR/policy.json) plus the ranking (DIR/calibration.json)
+// (engine/presets/kv_calibrate.h).
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "engine/cmd/commands.h"
-#include "engine/kv_calibrate.h"
-#include "engine/report.h"
+#include "engine/cmd/flags.h"
+#include "engine/presets/kv_calibrate.h"
 
 namespace kakeya::engine::cmd {
 namespace {
 
 struct Args {
-  std::string model;
+  CommonFlags flags;
   KvCalibrateConfig cfg;
+  std::string lines = "20";
   std::string granularity = "head";
-  std::string out;
 };
 
 int run(Args a) {
-  auto fail = [](const Error& e) {
-    std::cerr << "kv-calibrate: " << e.str() << "\n";
-    return 1;
-  };
+  const std::string name = "kv-calibrate";
   if (a.granularity != "head" && a.granularity != "layer")
-    return fail(make_error("bad_param", "--granularity must be head or layer, got " + a.granularity));
+    return fail(name, make_error("bad_param", "--granularity must be head or layer, got " + a.granularity));
   a.cfg.heads = a.granularity == "head";
-  auto model = LlamaModel::load(a.model);
-  if (!model.ok()) return fail(model.error());
-  auto tok = Tokenizer::from_gguf(model->gguf());
-  if (!tok.ok()) return fail(tok.error());
-  auto c = kv_calibrate(model.value(), tok.value(), a.cfg);
-  if (!c.ok()) return fail(c.error());
+  auto lines = parse_int_list("--lines", a.lines, 1);
+  if (!lines.ok()) return fail(name, lines.error());
+  a.cfg.lines = lines.value();
+  auto backend = open_flag_backend(a.flags);
+  if (!backend.ok()) return fail(name, backend.error());
+  auto m = load_model(a.flags.model);
+  if (!m.ok()) return fail(name, m.error());
+  auto c = kv_calibrate((*m)->model, (*m)->tok, **backend, a.cfg, stderr_progress(name));
+  if (!c.ok()) return fail(name, c.error());
   nlohmann::json j = c->to_json();
-  j["model"] = model_provenance(model.value());
-  j["engine"] = engine_info(a.cfg.threads);
+  j["model"] = model_provenance((*m)->model);
+  j["engine"] = engine_info(a.flags.backend, **backend);
   j["config"] = {{"seed", a.cfg.seed}, {"lines", a.cfg.lines}, {"samples", a.cfg.samples},
                  {"granularity", a.granularity}, {"budget", a.cfg.budget}, {"target_gap", a.cfg.target_gap}};
   std::error_code ec;
-  std::filesystem::create_directories(a.out, ec);
-  if (Status st = save_kv_policy(std::filesystem::path(a.out) / "policy.json", c->policy); !st.ok())
-    return fail(st.error());
-  std::ofstream(std::filesystem::path(a.out) / "calibration.json") << report_json_text(j) << "\n";
+  std::filesystem::create_directories(a.flags.out, ec);
+  if (Status st = save_kv_policy(std::filesystem::path(a.flags.out) / "policy.json", c->policy); !st.ok())
+    return fail(name, st.error());
+  std::ofstream(std::filesystem::path(a.flags.out) / "calibration.json") << report_json_text(j) << "\n";
+  if (a.flags.json) {
+    std::cout << report_json_text(j) << "\n";
+    return 0;
+  }
   std::cout << "full " << c->full_score << ", all bounded " << c->bounded_score << "\n";
   for (size_t l = 0; l < c->layer_alone.size(); ++l)
     std::cout << "layer " << l << " alone exact: " << c->layer_alone[l] << "\n";
@@ -58,9 +62,11 @@ void add_kv_calibrate(CLI::App& app, int& exit_code) {
   auto* sub = app.add_subcommand("kv-calibrate", "Rank layers/KV heads by retrieval dependence; write a policy file");
   auto a = std::make_shared<Args>();
   a->cfg.base.window = 64;
-  sub->add_option("--model", a->model, "GGUF model file")->required()->check(CLI::ExistingFile);
+  a->flags.threads = 1;
+  a->flags.n_batch = a->cfg.n_batch;
+  add_common_flags(sub, a->flags, kModelRunFlags | kNBatchFlag | kOutRequiredFlag | kJsonFlag);
   sub->add_option("--seed", a->cfg.seed, "NIAH seed (use one other than the evaluation's)")->capture_default_str();
-  sub->add_option("--lines", a->cfg.lines, "Haystack sizes")->delimiter(',')->capture_default_str();
+  sub->add_option("--lines", a->lines, "Haystack sizes (comma-separated)")->capture_default_str();
   sub->add_option("--samples", a->cfg.samples, "Samples per size")->capture_default_str()->check(CLI::Range(1, 1000));
   sub->add_option("--sink", a->cfg.base.sink, "Sink positions")->capture_default_str();
   sub->add_option("--window", a->cfg.base.window, "Window positions")->capture_default_str();
@@ -69,9 +75,10 @@ void add_kv_calibrate(CLI::App& app, int& exit_code) {
   sub->add_option("--granularity", a->granularity, "head or layer")->capture_default_str();
   sub->add_option("--budget", a->cfg.budget, "Max exact units selected")->capture_default_str();
   sub->add_option("--target-gap", a->cfg.target_gap, "Stop within this many nats/token of full")->capture_default_str();
-  sub->add_option("--threads", a->cfg.threads, "CPU threads")->capture_default_str()->check(CLI::Range(1, 1024));
-  sub->add_option("--out", a->out, "Directory for policy.json and calibration.json")->required();
-  sub->callback([a, &exit_code] { exit_code = run(*a); });
+  sub->callback([a, &exit_code] {
+    a->cfg.n_batch = a->flags.n_batch;
+    exit_code = run(*a);
+  });
 }
 
 }  // namespace kakeya::engine::cmd

@@ -1,21 +1,19 @@
 // kakeya-engine niah-eval: NIAH recall of a KV policy against the full-cache oracle on a ladder of
-// haystack sizes; writes DIR/report.json (kind "niah-eval", engine/niah_eval.h).
+// haystack sizes; writes DIR/report.json (kind "niah-eval", engine/presets/niah_eval.h).
 #include <iostream>
 #include <memory>
-#include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "engine/cmd/commands.h"
-#include "engine/niah_eval.h"
-#include "engine/report.h"
+#include "engine/cmd/flags.h"
+#include "engine/presets/niah_eval.h"
 
 namespace kakeya::engine::cmd {
 namespace {
 
 struct NiahArgs {
-  std::string model;
+  CommonFlags flags;
   std::vector<std::string> policy_files;
   int sink = 4;
   int window = 64;
@@ -28,52 +26,27 @@ struct NiahArgs {
   int decode_tokens = 16;
   bool no_needle = false;
   bool no_claim = false;
-  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  size_t n_batch = 32;
-  size_t n_ctx = 0;
-  std::string out;
-  bool json = false;
 };
 
-Result<std::vector<int>> parse_ints(const std::string& s, const char* what) {
-  std::vector<int> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (item.empty()) continue;
-    try {
-      size_t used = 0;
-      out.push_back(std::stoi(item, &used));
-      if (used != item.size()) throw std::invalid_argument(item);
-    } catch (const std::exception&) {
-      return make_error("bad_param", std::string(what) + ": \"" + item + "\" is not an integer");
-    }
-  }
-  return out;
-}
-
 int run(const NiahArgs& a) {
-  auto fail = [](const Error& e) {
-    std::cerr << "niah-eval: " << e.str() << "\n";
-    return 1;
-  };
+  const std::string name = "niah-eval";
   NiahEvalConfig cfg;
   cfg.seed = a.seed;
-  auto lines = parse_ints(a.lines, "--lines");
-  if (!lines.ok()) return fail(lines.error());
+  auto lines = parse_int_list("--lines", a.lines, 1);
+  if (!lines.ok()) return fail(name, lines.error());
   cfg.lines = lines.value();
   cfg.samples = a.samples;
   cfg.decode_tokens = a.decode_tokens;
   cfg.with_needle = !a.no_needle;
   cfg.claim = !a.no_claim;
-  cfg.threads = a.threads;
-  cfg.n_batch = a.n_batch;
-  cfg.n_ctx = a.n_ctx;
+  cfg.backend = a.flags.backend;
+  cfg.n_batch = a.flags.n_batch;
+  cfg.n_ctx = a.flags.n_ctx;
   cfg.arms.push_back({"full", "oracle", KvPolicy{}});
   if (!a.policy_files.empty()) {
     for (const std::string& f : a.policy_files) {
       auto p = load_kv_policy(f);
-      if (!p.ok()) return fail(p.error());
+      if (!p.ok()) return fail(name, p.error());
       cfg.arms.push_back({p->describe(), "candidate", p.value()});
     }
   } else {
@@ -82,23 +55,19 @@ int run(const NiahArgs& a) {
     p.window = a.window;
     p.tail = a.tail;
     p.kv_bits = a.kv_bits;
-    auto layers = parse_ints(a.exact_layers, "--exact-layers");
-    if (!layers.ok()) return fail(layers.error());
+    auto layers = parse_int_list("--exact-layers", a.exact_layers, 0);
+    if (!layers.ok()) return fail(name, layers.error());
     p.exact_layers = layers.value();
     cfg.arms.push_back({p.describe(), "candidate", p});
   }
-  auto model = LlamaModel::load(a.model);
-  if (!model.ok()) return fail(model.error());
-  auto tok = Tokenizer::from_gguf(model->gguf());
-  if (!tok.ok()) return fail(tok.error());
-  auto report = run_niah_eval(model.value(), tok.value(), cfg);
-  if (!report.ok()) return fail(report.error());
-  if (!a.out.empty()) {
-    if (Status st = write_report(a.out, report.value()); !st.ok()) return fail(st.error());
-  }
-  if (a.json) {
-    std::cout << report->dump(2) << "\n";
-  } else {
+  auto backend = open_flag_backend(a.flags);
+  if (!backend.ok()) return fail(name, backend.error());
+  auto m = load_model(a.flags.model);
+  if (!m.ok()) return fail(name, m.error());
+  auto report = run_niah_eval((*m)->model, (*m)->tok, **backend, cfg, stderr_progress(name));
+  if (!report.ok()) return fail(name, report.error());
+  if (Status st = emit_report(name, a.flags, report.value()); !st.ok()) return fail(name, st.error());
+  if (!a.flags.json) {
     for (const auto& arm : (*report)["arms"]) {
       const auto& ag = arm["aggregates"];
       std::cout << arm["name"].get<std::string>() << ": recall "
@@ -122,7 +91,9 @@ int run(const NiahArgs& a) {
 void add_niah_eval(CLI::App& app, int& exit_code) {
   auto* sub = app.add_subcommand("niah-eval", "NIAH recall of a KV policy vs the full-cache oracle");
   auto a = std::make_shared<NiahArgs>();
-  sub->add_option("--model", a->model, "GGUF model file")->required()->check(CLI::ExistingFile);
+  a->flags.n_batch = 32;
+  add_common_flags(sub, a->flags, kModelRunFlags | kNCtxFlag | kNBatchFlag | kOutFlag | kJsonFlag,
+                   "enough for the prompts and the decoded tokens");
   sub->add_option("--policy", a->policy_files, "KV policy JSON file(s); one candidate arm each")
       ->check(CLI::ExistingFile);
   sub->add_option("--sink", a->sink, "Sink positions (without --policy)")->capture_default_str();
@@ -136,11 +107,6 @@ void add_niah_eval(CLI::App& app, int& exit_code) {
   sub->add_option("--decode-tokens", a->decode_tokens, "Greedy tokens per sample")->capture_default_str()->check(CLI::Range(1, 4096));
   sub->add_flag("--no-needle", a->no_needle, "Control workload without a needle (recall null)");
   sub->add_flag("--no-claim", a->no_claim, "Report comparisons without recall/memory claims");
-  sub->add_option("--threads", a->threads, "CPU threads")->capture_default_str()->check(CLI::Range(1, 1024));
-  sub->add_option("--n-batch", a->n_batch, "Prefill chunk in tokens")->capture_default_str()->check(CLI::Range(1, 65536));
-  sub->add_option("--n-ctx", a->n_ctx, "Context length (0 = enough for the prompts)")->capture_default_str();
-  sub->add_option("--out", a->out, "Directory for report.json");
-  sub->add_flag("--json", a->json, "Print the report JSON on stdout");
   sub->callback([a, &exit_code] { exit_code = run(*a); });
 }
 

@@ -1,78 +1,60 @@
-// kakeya-engine specdecode-bench: AR vs speculative decoding (engine/specdecode_bench.h).
+// kakeya-engine specdecode-bench: AR vs speculative decoding (engine/presets/specdecode_bench.h).
+#include <cstdio>
 #include <iostream>
 #include <memory>
-#include <sstream>
 #include <string>
-#include <thread>
 
 #include "engine/cmd/commands.h"
-#include "engine/report.h"
-#include "engine/specdecode_bench.h"
+#include "engine/cmd/flags.h"
+#include "engine/presets/specdecode_bench.h"
 
 namespace kakeya::engine::cmd {
 namespace {
 
 struct Args {
+  CommonFlags flags;
   SpecBenchConfig config;
+  BackendOptions cpu;
   std::string block_sizes = "2,4,8";
   std::string verify_sizes = "1,2,4,8,16";
   std::string verify_mode = "quantized";
-  std::string weight_layout = "auto";
   std::string draft_model;  // --draft-model PATH: same as --draft gguf:PATH
   bool draft_given = false;
-  std::string out;
-  bool json = false;
 };
 
-Result<std::vector<int>> parse_list(const std::string& flag, const std::string& s) {
-  std::vector<int> v;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.empty()) continue;
-    try {
-      size_t used = 0;
-      const int x = std::stoi(item, &used);
-      if (used != item.size() || x < 1) throw std::invalid_argument(item);
-      v.push_back(x);
-    } catch (...) {
-      return make_error("bad_param", flag + ": \"" + item + "\" is not a positive integer");
-    }
-  }
-  return v;
-}
-
 int run(Args& a) {
-  auto fail = [](const Error& e) {
-    std::cerr << "specdecode-bench: " << e.str() << "\n";
-    return 1;
-  };
+  const std::string name = "specdecode-bench";
   if (!a.draft_model.empty()) {
-    if (a.draft_given) return fail(make_error("bad_param", "give either --draft or --draft-model, not both"));
+    if (a.draft_given) return fail(name, make_error("bad_param", "give either --draft or --draft-model, not both"));
     a.config.draft = "gguf:" + a.draft_model;
   }
-  auto bs = parse_list("--block-sizes", a.block_sizes);
-  if (!bs.ok()) return fail(bs.error());
+  auto bs = parse_int_list("--block-sizes", a.block_sizes, 1);
+  if (!bs.ok()) return fail(name, bs.error());
   a.config.block_sizes = bs.value();
-  auto vs = parse_list("--verify-sizes", a.verify_sizes);
-  if (!vs.ok()) return fail(vs.error());
+  auto vs = parse_int_list("--verify-sizes", a.verify_sizes, 1);
+  if (!vs.ok()) return fail(name, vs.error());
   a.config.verify_sizes = vs.value();
-  a.config.pack_rows = pack_rows_for_layout(a.weight_layout);
-  if (a.verify_mode == "quantized") {
-    a.config.verify_mode = MatmulMode::kQuantizedActivations;
-  } else if (a.verify_mode == "sgemm") {
-    a.config.verify_mode = MatmulMode::kSgemm;
-  } else {
-    return fail(make_error("bad_param", "--verify-mode \"" + a.verify_mode + "\" is not quantized or sgemm"));
+  // Verify blocks on the CPU backend: its batched matmul mode (cpu/cpu_backend.h).
+  if (a.verify_mode != "quantized" && a.verify_mode != "sgemm") {
+    return fail(name, make_error("bad_param", "--verify-mode \"" + a.verify_mode + "\" is not quantized or sgemm"));
   }
-  auto r = run_specdecode_bench(a.config, [](const std::string& s) { std::cerr << "specdecode-bench: " << s << "\n"; });
-  if (!r.ok()) return fail(r.error());
+  a.cpu.batched_matmul = a.verify_mode;
+  a.config.model = a.flags.model;
+  a.config.n_ctx = a.flags.n_ctx;
+  a.config.backend = a.flags.backend;
+  auto backend = open_flag_backend(a.flags, a.cpu);
+  if (!backend.ok()) return fail(name, backend.error());
+  // Draft models on a backend of their own: the weight layout of the target's, the default
+  // batched matmul (--verify-mode is the target's).
+  BackendOptions draft_options;
+  draft_options.weight_layout = a.cpu.weight_layout;
+  auto draft_backend = open_flag_backend(a.flags, draft_options);
+  if (!draft_backend.ok()) return fail(name, draft_backend.error());
+  auto r = run_specdecode_bench(a.config, **backend, draft_backend->get(), stderr_progress(name));
+  if (!r.ok()) return fail(name, r.error());
   const nlohmann::json& rep = r.value();
-  if (Status st = write_report(a.out, rep); !st.ok()) return fail(st.error());
-  if (a.json) {
-    std::cout << report_json_text(rep) << "\n";
-    return 0;
-  }
+  if (Status st = emit_report(name, a.flags, rep); !st.ok()) return fail(name, st.error());
+  if (a.flags.json) return 0;
   std::printf("%-10s %14s %12s %12s %10s\n", "arm", "decode tok/s", "tok/forward", "acceptance", "ratio");
   for (const auto& arm : rep["arms"]) {
     const auto& g = arm["aggregates"];
@@ -92,8 +74,8 @@ int run(Args& a) {
 void add_specdecode_bench(CLI::App& app, int& exit_code) {
   auto* sub = app.add_subcommand("specdecode-bench", "Benchmark speculative vs autoregressive decoding");
   auto a = std::make_shared<Args>();
-  a->config.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  sub->add_option("--model", a->config.model, "Target GGUF model")->required()->check(CLI::ExistingFile);
+  add_common_flags(sub, a->flags, kModelRunFlags | kNCtxFlag | kOutRequiredFlag | kJsonFlag,
+                   "the model's, or enough for the prompts, tokens and blocks");
   auto* draft = sub->add_option("--draft", a->config.draft, "Draft: gguf:PATH, layers:K, quant:q4_0|q8_0, lookup:N")
                     ->capture_default_str();
   sub->add_option("--draft-model", a->draft_model,
@@ -104,22 +86,20 @@ void add_specdecode_bench(CLI::App& app, int& exit_code) {
   sub->add_option("--samples", a->config.samples, "Timed prompts (>= 5 for the gate)")->capture_default_str();
   sub->add_option("--gen-tokens", a->config.gen_tokens, "Generated tokens per sample")->capture_default_str();
   sub->add_option("--workload", a->config.workload, "stories, niah or code")->capture_default_str();
-  sub->add_option("--threads", a->config.threads, "CPU threads")->capture_default_str()->check(CLI::Range(1, 1024));
-  sub->add_option("--n-ctx", a->config.n_ctx, "Context length (0 = automatic)")->capture_default_str();
-  sub->add_option("--verify-mode", a->verify_mode, "Batched verify matmuls: quantized (agrees with decode) or sgemm")->capture_default_str();
+  sub->add_option("--verify-mode", a->verify_mode,
+                  "cpu backend, batched matmuls of prefill and verify: quantized (verify agrees with decode) or sgemm")
+      ->capture_default_str();
   sub->add_option("--verify-sizes", a->verify_sizes, "Block sizes for the verify cost curve (empty: skip)")->capture_default_str();
   sub->add_option("--verify-reps", a->config.verify_reps, "Timed repeats per verify size")->capture_default_str();
   sub->add_option("--ignore-eos", a->config.ignore_eos,
                   "true: keep decoding past EOS in both arms (for models that answer in a few tokens)")
       ->capture_default_str();
-  sub->add_option("--weight-layout", a->weight_layout,
-                  "auto: packed when the CPU has AVX2 or AVX-512; packed: Q4_0/Q8_0 weights of the target and "
-                  "model drafts in the row-interleaved layout of the packed kernels; row-major: as stored")
+  sub->add_option("--weight-layout", a->cpu.weight_layout,
+                  "cpu backend: auto (packed when the CPU has AVX2 or AVX-512); packed: Q4_0/Q8_0 weights of the "
+                  "target and model drafts in the row-interleaved layout of the packed kernels; row-major: as stored")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "packed", "row-major"}));
   sub->add_option("--temp-dir", a->config.temp_dir, "Directory for the temporary quantized draft copy")->capture_default_str();
-  sub->add_option("--out", a->out, "Directory for report.json (created if missing)")->required();
-  sub->add_flag("--json", a->json, "Print the report JSON on stdout instead of a table");
   sub->callback([a, draft, &exit_code] {
     a->draft_given = draft->count() > 0;
     exit_code = run(*a);

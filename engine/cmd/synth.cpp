@@ -1,16 +1,16 @@
-// kakeya-engine synth: write a deterministic random-weight Llama GGUF (see engine/synth.h).
+// kakeya-engine synth: write a deterministic random-weight Llama GGUF (see engine/presets/synth.h).
 #include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/cmd/commands.h"
+#include "engine/cmd/flags.h"
 #include "engine/ggml_types.h"
-#include "engine/report.h"
-#include "engine/synth.h"
+#include "engine/presets/report.h"
+#include "engine/presets/synth.h"
 
 namespace kakeya::engine::cmd {
 namespace {
@@ -22,15 +22,14 @@ struct SynthArgs {
   uint64_t seed = 0;
   std::string out;
   std::string vocab_from = "models/stories260K-f32.gguf";
-  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  bool json = false;
+  CommonFlags flags;  // --threads, --json
 };
 
 int run_synth(const SynthArgs& a) {
-  auto fail = [](const Error& e) {
-    std::cerr << "synth: " << e.str() << "\n";
-    return 1;
-  };
+  const std::string name = "synth";
+  auto fail = [&](const Error& e) { return cmd::fail(name, e); };
+  auto threads = resolve_threads(a.flags.threads);
+  if (!threads.ok()) return fail(threads.error());
   auto shape = synth_shape(a.shape);
   if (!shape.ok()) return fail(shape.error());
   const std::pair<int64_t, int64_t*> overrides[] = {
@@ -50,10 +49,10 @@ int run_synth(const SynthArgs& a) {
   o.type = type.value();
   o.seed = a.seed;
   o.vocab_source = a.vocab_from;
-  o.n_threads = a.threads;
+  o.n_threads = threads.value();
   if (Status st = write_synth_model(o, a.out); !st.ok()) return fail(st.error());
   std::error_code ec;
-  if (a.json) {
+  if (a.flags.json) {
     const nlohmann::json j = {{"kind", "synth"},   {"path", a.out},
                               {"file_size_bytes", std::filesystem::file_size(a.out, ec)},
                               {"shape", o.shape.name}, {"type", ggml_type_name(o.type)},
@@ -89,8 +88,7 @@ void add_synth(CLI::App& app, int& exit_code) {
   sub->add_option("--vocab-from", a->vocab_from,
                   "GGUF whose tokenizer arrays are copied when --n-vocab matches its size")
       ->capture_default_str();
-  sub->add_option("--threads", a->threads, "CPU threads")->capture_default_str()->check(CLI::Range(1, 1024));
-  sub->add_flag("--json", a->json, "Print a JSON summary of the written file instead of a line");
+  add_common_flags(sub, a->flags, kThreadsFlag | kJsonFlag);
   sub->callback([a, &exit_code] { exit_code = run_synth(*a); });
 }
 

@@ -1,5 +1,5 @@
 // backend-parity: the scalar reference forward agrees with the CPU backend, and the report shape.
-#include "engine/backend_parity.h"
+#include "engine/presets/backend_parity.h"
 
 #include <gtest/gtest.h>
 
@@ -7,8 +7,9 @@
 
 #include "bridge/gate.h"
 #include "engine/llama.h"
+#include "engine/presets/synth.h"
 #include "engine/sampling.h"
-#include "engine/synth.h"
+#include "tests/engine/backends.h"
 #include "tests/harness/paths.h"
 
 namespace kakeya::engine {
@@ -22,7 +23,8 @@ TEST(ReferenceLogits, MatchesTheCpuBackendOnStories) {
   const std::vector<int32_t> prompt = {1, 400, 261, 300, 270, 290, 310, 45};
   auto ref = reference_logits(m.value(), prompt);
   ASSERT_TRUE(ref.ok());
-  LlamaContext ctx(m.value(), ContextOptions{32, 1});
+  auto ctx_owner = test::context(m.value(), test::cpu(1), 32);
+  LlamaContext& ctx = *ctx_owner;
   auto cpu = ctx.eval(prompt, true);
   ASSERT_TRUE(cpu.ok());
   ASSERT_EQ(ref->size(), cpu->size());
@@ -53,7 +55,8 @@ TEST(ReferenceLogits, MatchesTheDecodePathOnQuantizedWeights) {
   const std::vector<int32_t> prompt = {1, 20, 30, 40, 50};
   auto ref = reference_logits(m.value(), prompt);
   ASSERT_TRUE(ref.ok());
-  LlamaContext ctx(m.value(), ContextOptions{16, 1});
+  auto ctx_owner = test::context(m.value(), test::cpu(1), 16);
+  LlamaContext& ctx = *ctx_owner;
   std::vector<float> dec;
   for (int32_t t : prompt) {
     const int32_t one[1] = {t};
@@ -69,11 +72,14 @@ TEST(ReferenceLogits, MatchesTheDecodePathOnQuantizedWeights) {
 TEST(BackendParity, ReportShape) {
   BackendParityConfig c;
   c.model = stories();
-  auto r = run_backend_parity(c);
+  auto r = run_backend_parity(c, test::cpu(2));
   ASSERT_TRUE(r.ok()) << r.error().str();
   const auto& rep = r.value();
   EXPECT_EQ(rep["kind"], "backend-parity");
   ASSERT_EQ(rep["arms"].size(), 3u);
+  EXPECT_EQ(rep["arms"][1]["name"], "cpu-batched");
+  EXPECT_EQ(rep["arms"][1]["backend_used"], "cpu");
+  EXPECT_EQ(rep["engine"]["backend"], "cpu");
   for (const auto& cmp : rep["comparisons"]) {
     EXPECT_EQ(cmp["argmax_agreement"].get<double>(), 1.0);
     EXPECT_LT(cmp["value"].get<double>(), 1e-3);

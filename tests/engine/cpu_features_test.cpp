@@ -1,6 +1,6 @@
 // cpu_features(): internal consistency, caching, and agreement with /proc/cpuinfo on Linux x86.
 
-#include "engine/cpu_features.h"
+#include "engine/cpu/cpu_features.h"
 
 #include <gtest/gtest.h>
 

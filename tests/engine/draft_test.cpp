@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/synth.h"
+#include "engine/presets/synth.h"
+#include "tests/engine/backends.h"
 #include "tests/harness/paths.h"
 
 namespace kakeya::engine {
@@ -53,7 +54,8 @@ TEST(DraftVocab, DifferentStringsOrSizeAreRejected) {
   const std::string other_size = (tmp.path() / "600.gguf").string();
   ASSERT_TRUE(write_synth_model(o, other_size).ok());
 
-  LlamaContext target(stories(), ContextOptions{64, 1});
+  auto target_ctx = test::context(stories(), test::cpu(1), 64);
+  LlamaContext& target = *target_ctx;
   auto a = make_draft_source("gguf:" + same_size, target, {});
   ASSERT_FALSE(a.ok());
   EXPECT_EQ(a.error().code, "vocab_mismatch");
@@ -65,7 +67,8 @@ TEST(DraftVocab, DifferentStringsOrSizeAreRejected) {
 }
 
 TEST(DraftSpec, BadSpecsAreRejected) {
-  LlamaContext target(stories(), ContextOptions{64, 1});
+  auto target_ctx = test::context(stories(), test::cpu(1), 64);
+  LlamaContext& target = *target_ctx;
   for (const char* spec : {"layers:0", "layers:5", "layers:x", "quant:q5_1", "lookup:0", "lookup:17",
                            "foo:1", "layers"}) {
     auto r = make_draft_source(spec, target, {});
@@ -111,8 +114,10 @@ TEST(QuantizedCopy, QuantizesEligibleWeightsAndStaysClose) {
   EXPECT_TRUE(check_same_vocab(stories().gguf(), q->gguf()).ok());
 
   const std::vector<int32_t> prompt = {1, 400, 261, 300, 270, 290};
-  LlamaContext a(stories(), ContextOptions{64, 1});
-  LlamaContext b(q.value(), ContextOptions{64, 1});
+  auto a_ctx = test::context(stories(), test::cpu(1), 64);
+  LlamaContext& a = *a_ctx;
+  auto b_ctx = test::context(q.value(), test::cpu(1), 64);
+  LlamaContext& b = *b_ctx;
   auto la = a.eval(prompt);
   auto lb = b.eval(prompt);
   ASSERT_TRUE(la.ok() && lb.ok());
@@ -125,8 +130,10 @@ TEST(QuantizedCopy, QuantizesEligibleWeightsAndStaysClose) {
 
 TEST(EvalLayers, PartialPassSharesKvAndIsDropped) {
   const std::vector<int32_t> prompt = {1, 400, 261, 300, 270, 290, 310};
-  LlamaContext ctx(stories(), ContextOptions{64, 1});
-  LlamaContext ref(stories(), ContextOptions{64, 1});
+  auto ctx_owner = test::context(stories(), test::cpu(1), 64);
+  LlamaContext& ctx = *ctx_owner;
+  auto ref_ctx = test::context(stories(), test::cpu(1), 64);
+  LlamaContext& ref = *ref_ctx;
   ASSERT_TRUE(ctx.eval(std::span(prompt).first(5)).ok());
   // Two partial tokens through 2 of 5 layers.
   auto p1 = ctx.eval_layers(std::span(prompt).subspan(5, 1), 2);
@@ -134,9 +141,9 @@ TEST(EvalLayers, PartialPassSharesKvAndIsDropped) {
   ASSERT_TRUE(p1.ok() && p2.ok()) << p1.error().str();
   EXPECT_EQ(ctx.n_past(), 5u);
   EXPECT_EQ(ctx.n_partial(), 2u);
-  EXPECT_EQ(ctx.kv().layer(0).view().n_slots, 7u);
-  EXPECT_EQ(ctx.kv().layer(1).view().n_slots, 7u);
-  EXPECT_EQ(ctx.kv().layer(2).view().n_slots, 5u);
+  EXPECT_EQ(ctx.kv().layer(0).head_slots(0), 7u);
+  EXPECT_EQ(ctx.kv().layer(1).head_slots(0), 7u);
+  EXPECT_EQ(ctx.kv().layer(2).head_slots(0), 5u);
   // Mixing depths while partial tokens are pending is refused.
   EXPECT_EQ(ctx.eval_layers(std::span(prompt).first(1), 3).error().code, "bad_param");
   EXPECT_EQ(ctx.eval_layers(std::span(prompt).first(1), 0).error().code, "bad_param");
@@ -145,11 +152,14 @@ TEST(EvalLayers, PartialPassSharesKvAndIsDropped) {
   auto full = ref.eval(prompt);
   ASSERT_TRUE(full.ok());
   for (size_t il = 0; il < 2; ++il) {
-    const KvSlots a = ctx.kv().layer(il).view();
-    const KvSlots b = ref.kv().layer(il).view();
-    for (size_t s = 5; s < 7; ++s)
-      for (size_t j = 0; j < a.row_stride; ++j)
-        EXPECT_NEAR(a.k[s * a.row_stride + j], b.k[s * b.row_stride + j], 1e-5) << il << " " << s;
+    for (size_t h = 0; h < ctx.kv().shape().n_head_kv; ++h) {
+      std::vector<float> a, b;
+      ctx.kv().layer(il).read_head(h, nullptr, &a, nullptr);
+      ref.kv().layer(il).read_head(h, nullptr, &b, nullptr);
+      const size_t hd = ctx.kv().shape().head_dim;
+      for (size_t s = 5; s < 7; ++s)
+        for (size_t j = 0; j < hd; ++j) EXPECT_NEAR(a[s * hd + j], b[s * hd + j], 1e-5) << il << " " << s;
+    }
   }
   // Logits of a 2-layer pass differ from the full model's.
   EXPECT_GT(max_abs_diff(p2.value(), full.value()), 1e-3f);

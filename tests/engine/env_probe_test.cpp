@@ -2,12 +2,13 @@
 
 #include <thread>
 
-#include "engine/env_probe.h"
+#include "engine/presets/env_probe.h"
+#include "tests/engine/backends.h"
 
 namespace kakeya::engine {
 
 TEST(EnvProbe, ReportsRealMachine) {
-  const auto r = env_probe_report();
+  const auto r = env_probe_report("cpu", test::cpu(1));
   EXPECT_EQ(r["kind"], "env-probe");
   EXPECT_EQ(r["schema_version"], 1);
   // The CPU count must agree with what the OS reports to this process.
@@ -23,6 +24,19 @@ TEST(EnvProbe, ReportsRealMachine) {
     EXPECT_FALSE(r["vulkan"]["devices"].empty());
   }
   EXPECT_FALSE(r["engine"]["version"].get<std::string>().empty());
+  // What the engine would run on, from the backend object: its kernel set is the CPU's.
+  EXPECT_EQ(r["engine"]["backend"], "cpu");
+  EXPECT_EQ(r["engine"]["backend_requested"], "cpu");
+  EXPECT_EQ(r["engine"]["threads"], 1);
+  ASSERT_GE(r["backends"].size(), 2u);
+  EXPECT_EQ(r["backends"][0]["name"], "cpu");
+  EXPECT_TRUE(r["backends"][0]["available"].get<bool>());
+  EXPECT_FALSE(r["backends"][0]["info"]["kernel_set"].get<std::string>().empty());
+  for (const auto& b : r["backends"]) {
+    if (!b["available"].get<bool>()) {
+      EXPECT_FALSE(b["reason"].get<std::string>().empty()) << b["name"];
+    }
+  }
 }
 
 }  // namespace kakeya::engine

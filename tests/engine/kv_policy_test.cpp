@@ -11,11 +11,11 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "engine/kv_policy_layer.h"
+#include "engine/cpu/quant.h"
 #include "engine/llama.h"
-#include "engine/niah_eval.h"
-#include "engine/quant.h"
+#include "engine/presets/niah_eval.h"
 #include "engine/sampling.h"
+#include "tests/engine/backends.h"
 #include "tests/harness/paths.h"
 
 namespace kakeya::engine {
@@ -43,7 +43,9 @@ std::vector<float> matvec_ref(const WeightMatrix& w, const std::vector<float>& x
   return y;
 }
 
-std::vector<float> rmsnorm_ref(const std::vector<float>& x, const std::vector<float>& w, float eps) {
+std::vector<float> rmsnorm_ref(const std::vector<float>& x, const WeightMatrix& norm, float eps) {
+  std::vector<float> w(static_cast<size_t>(norm.n_in));
+  dequantize_row(norm.type, norm.data, w.data(), norm.n_in);
   double ss = 0;
   for (float v : x) ss += static_cast<double>(v) * v;
   const double sc = 1.0 / std::sqrt(ss / static_cast<double>(x.size()) + eps);
@@ -129,7 +131,7 @@ float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
 
 // Greedy decoding under a bounded policy (mixed exact/bounded heads, tail smaller than the
 // sequence) matches the explicit-mask reference at every step, well past sink + window + tail.
-void check_against_mask(MatmulMode mode, size_t n_batch, int kv_bits) {
+void check_against_mask(const char* mode, size_t n_batch, int kv_bits) {
   const LlamaModel& m = model("niah-tiny-f32.gguf");
   KvPolicy p;
   p.sink = 2;
@@ -137,12 +139,8 @@ void check_against_mask(MatmulMode mode, size_t n_batch, int kv_bits) {
   p.tail = 3;
   p.exact_heads = {{1, 0}, {3, 2}};
   p.kv_bits = kv_bits;
-  ContextOptions o;
-  o.n_ctx = 64;
-  o.n_threads = 2;
-  o.n_batch = n_batch;
-  o.batched_matmul = mode;
-  LlamaContext ctx(m, o);
+  auto c = test::context(m, test::cpu(2, mode), 64, n_batch);
+  LlamaContext& ctx = *c;
   ASSERT_TRUE(apply_kv_policy(ctx.kv(), p).ok());
   std::vector<int32_t> seq = {1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315};
   auto lg = ctx.eval(seq);
@@ -163,12 +161,10 @@ void check_against_mask(MatmulMode mode, size_t n_batch, int kv_bits) {
   EXPECT_GT(seq.size(), static_cast<size_t>(p.sink + p.window + p.tail) * 2);
 }
 
-TEST(KvPolicy, BoundedDecodeEqualsMaskReference) { check_against_mask(MatmulMode::kSgemm, 512, 32); }
-TEST(KvPolicy, BoundedSmallChunksEqualMaskReference) { check_against_mask(MatmulMode::kSgemm, 5, 32); }
-TEST(KvPolicy, BoundedQuantizedActivationsEqualMaskReference) {
-  check_against_mask(MatmulMode::kQuantizedActivations, 4, 32);
-}
-TEST(KvPolicy, Quantized8BitStaysCloseToMaskReference) { check_against_mask(MatmulMode::kSgemm, 4, 8); }
+TEST(KvPolicy, BoundedDecodeEqualsMaskReference) { check_against_mask("sgemm", 512, 32); }
+TEST(KvPolicy, BoundedSmallChunksEqualMaskReference) { check_against_mask("sgemm", 5, 32); }
+TEST(KvPolicy, BoundedQuantizedActivationsEqualMaskReference) { check_against_mask("quantized", 4, 32); }
+TEST(KvPolicy, Quantized8BitStaysCloseToMaskReference) { check_against_mask("sgemm", 4, 8); }
 
 std::vector<float> row(size_t n, float base) {
   std::vector<float> r(n);
@@ -181,7 +177,8 @@ void append_tokens(KvCache& kv, size_t from, size_t n) {
   for (size_t t = from; t < from + n; ++t) {
     const int32_t pos = static_cast<int32_t>(t);
     const auto k = row(stride, static_cast<float>(t)), v = row(stride, -static_cast<float>(t));
-    for (size_t il = 0; il < kv.n_layer(); ++il) kv.layer(il).append(&pos, k.data(), v.data(), 1);
+    for (size_t il = 0; il < kv.n_layer(); ++il)
+      ASSERT_TRUE(test::append_rows(kv.layer(il), kv.backend(), std::span(&pos, 1), k, v).ok());
     ASSERT_TRUE(kv.commit(1).ok());
   }
 }
@@ -193,17 +190,17 @@ TEST(KvPolicy, EvictsOnlyOnCommitAndRollsBackWithinTail) {
   p.window = 4;
   p.tail = 3;
   p.exact_heads = {{0, 1}};
-  KvCache kv(shape);
+  KvCache kv(test::cpu(1), shape);
   ASSERT_TRUE(apply_kv_policy(kv, p).ok());
   append_tokens(kv, 0, 20);
-  auto& layer = dynamic_cast<PolicyKvLayer&>(kv.layer(0));
+  KvLayer& layer = kv.layer(0);
   // Bounded head: sinks 0,1 + positions > 20 - 4 - 3 = 13 → 14..19.
   EXPECT_EQ(layer.head_slots(0), 2u + 6u);
   EXPECT_EQ(layer.head_slots(1), 20u);  // exact head keeps everything
   // Append a draft block without committing: nothing is evicted.
   const int32_t pos[3] = {20, 21, 22};
   std::vector<float> k(3 * 8, 1.0f);
-  layer.append(pos, k.data(), k.data(), 3);
+  ASSERT_TRUE(test::append_rows(layer, kv.backend(), pos, k, k).ok());
   EXPECT_EQ(layer.head_slots(0), 11u);
   // Rejecting the block is a length reset; the floor is 20 - tail = 17.
   EXPECT_EQ(kv.truncate_floor(), 17u);
@@ -212,14 +209,21 @@ TEST(KvPolicy, EvictsOnlyOnCommitAndRollsBackWithinTail) {
   EXPECT_EQ(layer.head_slots(0), 8u);
   EXPECT_TRUE(kv.truncate_checked(17).ok());
   EXPECT_EQ(kv.n_committed(), 17u);
-  std::vector<KvSlots> views;
-  std::vector<float> dq;
-  layer.head_views(2, 4, views, dq);
-  ASSERT_EQ(views[0].n_slots, 5u);  // 0, 1, 14, 15, 16
-  EXPECT_EQ(views[0].positions[2], 14);
-  EXPECT_EQ(views[0].k[2 * views[0].row_stride], 14.0f);  // the slot still holds position 14's key
+  std::vector<int32_t> positions;
+  std::vector<float> keys;
+  layer.read_head(0, &positions, &keys, nullptr);
+  ASSERT_EQ(positions.size(), 5u);  // 0, 1, 14, 15, 16
+  EXPECT_EQ(positions[2], 14);
+  EXPECT_EQ(keys[2 * 4], 14.0f);  // the slot still holds position 14's key
+  std::vector<KvHeadView> views;
+  layer.head_views(views);
+  EXPECT_EQ(views[0].n_slots, 5u);
+  EXPECT_EQ(views[0].sink, 2);
+  EXPECT_EQ(views[0].window, 4);
+  EXPECT_EQ(views[1].window, 0) << "the exact head sees every position";
   // The next query (position 17) sees sinks and 14..16 (> 17 - 4): everything it needs is kept.
-  const KvVisibleRanges r = kv_visible_ranges(views[0], 17);
+  const KvSlots slots{positions.size(), 4, positions.data(), keys.data(), keys.data(), 2, 4};
+  const KvVisibleRanges r = kv_visible_ranges(slots, 17);
   EXPECT_EQ(r.a, 2u);
   EXPECT_EQ(r.b, 2u);
   EXPECT_EQ(r.c, 5u);
@@ -236,7 +240,7 @@ TEST(KvPolicy, MemoryStaysBoundedAfterManyTokens) {
   p.sink = 4;
   p.window = 16;
   p.tail = 8;
-  KvCache kv(shape);
+  KvCache kv(test::cpu(1), shape);
   ASSERT_TRUE(apply_kv_policy(kv, p).ok());
   append_tokens(kv, 0, 100);
   const size_t after100 = kv.resident_bytes();
@@ -247,7 +251,7 @@ TEST(KvPolicy, MemoryStaysBoundedAfterManyTokens) {
   const size_t slot_bytes = sizeof(int32_t) + 2 * 2 * 8 * sizeof(float);
   EXPECT_EQ(kv.resident_bytes(), 2 * 28 * slot_bytes);
   EXPECT_LE(kv.resident_bytes(), kv_policy_bound_bytes(p, shape, 3100, 1));
-  KvCache full(shape);
+  KvCache full(test::cpu(1), shape);
   append_tokens(full, 0, 3100);
   EXPECT_GT(full.resident_bytes(), 50 * kv.resident_bytes());
   EXPECT_LE(full.resident_bytes(), kv_policy_bound_bytes(KvPolicy{}, shape, 3100, 1));
@@ -259,18 +263,20 @@ TEST(KvPolicy, QuantizedStorageIsSmallerAndMeasured) {
   for (int bits : {8, 4}) {
     KvPolicy p;
     p.kv_bits = bits;
-    KvCache kv(shape);
+    KvCache kv(test::cpu(1), shape);
     ASSERT_TRUE(apply_kv_policy(kv, p).ok());
     append_tokens(kv, 0, 64);
-    auto& layer = dynamic_cast<PolicyKvLayer&>(kv.layer(0));
+    const KvLayer& layer = kv.layer(0);
     const double bpv = 8.0 * static_cast<double>(layer.kv_value_bytes()) / static_cast<double>(layer.kv_values());
     EXPECT_NEAR(bpv, bits + 64.0 / 64.0, 1e-9) << "codes + f32 scale and min per 64 values";
     EXPECT_LE(kv.resident_bytes(), kv_policy_bound_bytes(p, shape, 64, 1));
-    std::vector<KvSlots> views;
-    std::vector<float> dq;
-    layer.head_views(4, 16, views, dq);
     const float step = bits == 8 ? (0.63f / 255) : (0.63f / 15);
-    for (size_t i = 0; i < 64; ++i) EXPECT_NEAR(views[i / 16].k[5 * 64 + i % 16], 5.0f + 0.01f * static_cast<float>(i), step / 2 + 1e-5f);
+    for (size_t h = 0; h < 4; ++h) {
+      std::vector<float> k;
+      layer.read_head(h, nullptr, &k, nullptr);  // decoded from the backend's codes
+      for (size_t i = 0; i < 16; ++i)
+        EXPECT_NEAR(k[5 * 16 + i], 5.0f + 0.01f * static_cast<float>(h * 16 + i), step / 2 + 1e-5f);
+    }
   }
 }
 
@@ -297,10 +303,8 @@ TEST(KvPolicy, NiahTinyGoldens) {
   std::ifstream in(testing::models_dir() / "niah-tiny.goldens.json");
   const auto j = nlohmann::json::parse(in);
   const LlamaModel& m = model("niah-tiny-f32.gguf");
-  ContextOptions o;
-  o.n_threads = 2;
-  o.n_batch = 64;
-  LlamaContext ctx(m, o);
+  auto c = test::context(m, test::cpu(2), 0, 64);
+  LlamaContext& ctx = *c;
   int checked = 0;
   for (const auto& g : j["goldens"]) {
     const std::string name = g["name"];

@@ -8,7 +8,8 @@
 #include <random>
 
 #include "bridge/gate.h"
-#include "engine/kv_quant_eval.h"
+#include "engine/presets/kv_quant_eval.h"
+#include "tests/engine/backends.h"
 #include "tests/harness/paths.h"
 
 namespace kakeya::engine {
@@ -53,13 +54,13 @@ TEST(AffineRowCodec, ConstantGroupAndExtremesAreExact) {
 
 TEST(KvQuantError, RelativeMseIsEnergyWeighted) {
   const KvCacheShape shape{2, 1, 4, 16};
-  KvCache kv(shape);
+  KvCache kv(test::cpu(1), shape);
   // Layer 0: constant rows (exact under affine quantization); layer 1: varied rows.
   for (int32_t t = 0; t < 3; ++t) {
-    const float c[4] = {1, 1, 1, 1};
-    const float v[4] = {0.1f * t, 1.0f, -2.0f, 0.37f};
-    kv.layer(0).append(&t, c, c, 1);
-    kv.layer(1).append(&t, v, v, 1);
+    const std::vector<float> c = {1, 1, 1, 1};
+    const std::vector<float> v = {0.1f * static_cast<float>(t), 1.0f, -2.0f, 0.37f};
+    ASSERT_TRUE(test::append_rows(kv.layer(0), kv.backend(), std::span(&t, 1), c, c).ok());
+    ASSERT_TRUE(test::append_rows(kv.layer(1), kv.backend(), std::span(&t, 1), v, v).ok());
   }
   ASSERT_TRUE(kv.commit(3).ok());
   const KvQuantError e8 = kv_quant_error(kv, 8, 64), e4 = kv_quant_error(kv, 4, 64);
@@ -79,7 +80,7 @@ TEST(KvQuantEval, NiahTinyArms) {
   KvQuantEvalConfig cfg;
   cfg.lines = {20};
   cfg.samples = 5;
-  auto r = run_kv_quant_eval(m.value(), tok.value(), cfg);
+  auto r = run_kv_quant_eval(m.value(), tok.value(), test::cpu(2), cfg);
   ASSERT_TRUE(r.ok()) << r.error().str();
   const auto& arms = (*r)["arms"];
   ASSERT_EQ(arms.size(), 3u);

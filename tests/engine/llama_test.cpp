@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/cpu/cpu_backend.h"
+#include "tests/engine/backends.h"
 #include "tests/harness/paths.h"
 
 namespace kakeya::engine {
@@ -92,9 +94,9 @@ TEST(Llama, Stories260kGreedyFromBosMatchesGolden) {
   const auto expected = stories_golden_ids();
   ASSERT_EQ(expected.size(), 200u);
   for (int threads : {1, 2}) {
-    LlamaContext ctx(model, ContextOptions{0, threads, 512});
-    EXPECT_EQ(greedy(ctx, {1}, 200), expected) << "threads " << threads;
-    EXPECT_EQ(ctx.n_past(), 200u);
+    auto ctx = test::context(model, test::cpu(threads));
+    EXPECT_EQ(greedy(*ctx, {1}, 200), expected) << "threads " << threads;
+    EXPECT_EQ(ctx->n_past(), 200u);
   }
 }
 
@@ -102,7 +104,8 @@ TEST(Llama, Stories260kReferencePromptGreedyAndLogits) {
   const json ref = load_json(testing::data_dir() / "reference" / "stories260K-f32.ref.json");
   const auto& model = load_cached((testing::models_dir() / "stories260K-f32.gguf").string());
   const auto prompt = ids(ref["prompt_ids"]);
-  LlamaContext ctx(model, ContextOptions{512, 2, 512});
+  auto c = test::context(model, test::cpu(2), 512);
+  LlamaContext& ctx = *c;
   auto all = ctx.eval(prompt, /*all_logits=*/true);
   ASSERT_TRUE(all.ok()) << all.error().str();
   const auto rl = ref["logits"];
@@ -161,18 +164,19 @@ TEST_P(SynthReference, LogitsAndGreedyMatchLlamaCpp) {
   const auto prompt = ids(ref["prompt_ids"]);
 
   // 1. Decode path, token by token: activations converted like ggml → tight tolerance.
-  LlamaContext ctx(model, ContextOptions{512, 2, 512});
-  expect_rows_close(logits_token_by_token(ctx, prompt), ref["logits"], c.decode_tol, "decode");
+  auto ctx = test::context(model, test::cpu(2), 512);
+  expect_rows_close(logits_token_by_token(*ctx, prompt), ref["logits"], c.decode_tol, "decode");
 
   // 2. Batched, quantized-activation matmuls: same kernels as decode.
-  LlamaContext qctx(model, ContextOptions{512, 2, 512, MatmulMode::kQuantizedActivations});
+  auto qc = test::context(model, test::cpu(2, "quantized"), 512);
+  LlamaContext& qctx = *qc;
   auto qb = qctx.eval(prompt, true);
   ASSERT_TRUE(qb.ok());
   expect_rows_close(qb.value(), ref["logits"], c.decode_tol, "batched_quantized_act");
 
   // 3. Batched sgemm on dequantized weights (f32 activations): documented looser tolerance.
-  LlamaContext bctx(model, ContextOptions{512, 3, 512, MatmulMode::kSgemm});
-  auto b = bctx.eval(prompt, true);
+  auto bctx = test::context(model, test::cpu(2, "sgemm"), 512);
+  auto b = bctx->eval(prompt, true);
   ASSERT_TRUE(b.ok());
   expect_rows_close(b.value(), ref["logits"], c.batched_tol, "batched_sgemm");
 
@@ -202,14 +206,14 @@ TEST(Llama, BatchedPrefillEqualsTokenByTokenAndChunking) {
   const auto& model = load_cached((testing::models_dir() / "stories260K-f32.gguf").string());
   std::vector<int32_t> prompt = {1};
   for (int i = 0; i < 40; ++i) prompt.push_back(260 + (i * 37) % 250);
-  LlamaContext one(model, ContextOptions{512, 1, 512});
-  const auto seq = logits_token_by_token(one, prompt);
+  auto one = test::context(model, test::cpu(1), 512);
+  const auto seq = logits_token_by_token(*one, prompt);
   for (size_t n_batch : {size_t{512}, size_t{7}}) {
-    LlamaContext ctx(model, ContextOptions{512, 2, n_batch, MatmulMode::kSgemm});
-    auto b = ctx.eval(prompt, true);
+    auto ctx = test::context(model, test::cpu(2, "sgemm"), 512, n_batch);
+    auto b = ctx->eval(prompt, true);
     ASSERT_TRUE(b.ok());
     EXPECT_LT(max_abs_diff(b.value(), seq), 1e-4f) << "n_batch " << n_batch;
-    EXPECT_EQ(ctx.n_past(), prompt.size());
+    EXPECT_EQ(ctx->n_past(), prompt.size());
   }
 }
 
@@ -222,49 +226,51 @@ TEST(Llama, QuantizedActivationBatchIsBitIdenticalToDecode) {
     const auto path = testing::data_dir() / "reference" / (std::string("synth-llama-256-") + type + ".gguf");
     const auto& model = load_cached(path.string());
     const std::vector<int32_t> prompt = {1, 17, 300, 42, 99, 511, 7, 250, 3};
-    LlamaContext one(model, ContextOptions{64, 2, 512});
-    const auto seq = logits_token_by_token(one, prompt);
-    LlamaContext batch(model, ContextOptions{64, 2, 512, MatmulMode::kQuantizedActivations});
-    auto b = batch.eval(prompt, true);
+    auto one = test::context(model, test::cpu(2), 64);
+    const auto seq = logits_token_by_token(*one, prompt);
+    auto batch = test::context(model, test::cpu(2, "quantized"), 64);
+    auto b = batch->eval(prompt, true);
     ASSERT_TRUE(b.ok()) << type;
     EXPECT_EQ(max_abs_diff(b.value(), seq), 0.0f) << type;
   }
 }
 
-// Q4_0/Q8_0 matmul weights packed at load (model.h, pack_rows); the packed kernels compute every row
-// like the row-major ones, so the logits agree: bit for bit for Q4_0 (the same fma chain per row
-// in every kernel set) and to float rounding for Q8_0 (the AVX2 row-major kernel sums in lanes).
-// Both the decode path and the sgemm prefill (dequantized from the packed rows) are compared.
+// Q4_0/Q8_0 matmul weights packed at upload by the CPU backend (cpu_backend.h, weight_layout); the
+// packed kernels compute every row like the row-major ones, so the logits agree: bit for bit for
+// Q4_0 (the same fma chain per row in every kernel set) and to float rounding for Q8_0 (the AVX2
+// row-major kernel sums in lanes). Both the decode path and the sgemm prefill (dequantized from
+// the packed rows) are compared.
 TEST(Llama, PackedWeightsGiveTheLogitsOfRowMajorWeights) {
   for (const char* type : {"q4_0", "q8_0"}) {
     const auto path = testing::data_dir() / "reference" / (std::string("synth-llama-256-") + type + ".gguf");
-    auto packed = LlamaModel::load(path.string(), ModelLoadOptions{.pack_rows = true});
-    auto rows = LlamaModel::load(path.string(), ModelLoadOptions{.pack_rows = false});
-    ASSERT_TRUE(packed.ok() && rows.ok()) << type;
-    const size_t n_layer = static_cast<size_t>(packed->hparams().n_layer);
-    EXPECT_EQ(packed->packed_matrices(), 7 * n_layer + 1) << type;  // every matmul and the output head
-    EXPECT_NE(packed->weights().layers[0].w_down.packed, nullptr);
-    EXPECT_EQ(packed->weights().token_embd.packed, nullptr);
-    EXPECT_EQ(rows->packed_matrices(), 0u);
-    EXPECT_EQ(rows->weights().layers[0].wq.packed, nullptr);
+    const auto& model = load_cached(path.string());
+    const size_t n_layer = static_cast<size_t>(model.hparams().n_layer);
     const std::vector<int32_t> prompt = {1, 17, 300, 42, 99, 511, 7, 250, 3};
-    LlamaContext a(packed.value(), ContextOptions{64, 2, 512});
-    LlamaContext b(rows.value(), ContextOptions{64, 2, 512});
-    const auto la = logits_token_by_token(a, prompt);
-    const auto lb = logits_token_by_token(b, prompt);
-    if (std::string(type) == "q4_0") {
-      EXPECT_EQ(max_abs_diff(la, lb), 0.0f) << type;
-    } else {
-      EXPECT_LT(max_abs_diff(la, lb), 1e-3f) << type;
+    for (const char* mode : {"auto", "sgemm"}) {
+      auto a = test::context(model, test::cpu(2, mode, "packed"), 64);
+      auto b = test::context(model, test::cpu(2, mode, "row-major"), 64);
+      const nlohmann::json& la_layout = a->weights().layout;
+      EXPECT_EQ(la_layout["layout"], "packed");
+      EXPECT_EQ(la_layout["packed_matrices"], 7 * n_layer + 1) << type;  // every matmul and the output head
+      EXPECT_NE(static_cast<const CpuBuffer*>(a->weights().layers[0].w_down.buffer)->packed(), nullptr);
+      EXPECT_EQ(static_cast<const CpuBuffer*>(a->weights().token_embd.buffer)->packed(), nullptr);
+      EXPECT_EQ(b->weights().layout["packed_matrices"], 0u);
+      EXPECT_EQ(static_cast<const CpuBuffer*>(b->weights().layers[0].wq.buffer)->packed(), nullptr);
+      if (std::string(mode) == "auto") {
+        const auto la = logits_token_by_token(*a, prompt);
+        const auto lb = logits_token_by_token(*b, prompt);
+        if (std::string(type) == "q4_0") {
+          EXPECT_EQ(max_abs_diff(la, lb), 0.0f) << type;
+        } else {
+          EXPECT_LT(max_abs_diff(la, lb), 1e-3f) << type;
+        }
+        continue;
+      }
+      auto pa = a->eval(prompt, true);
+      auto pb = b->eval(prompt, true);
+      ASSERT_TRUE(pa.ok() && pb.ok());
+      EXPECT_EQ(max_abs_diff(pa.value(), pb.value()), 0.0f) << type << " sgemm prefill";
     }
-    a.truncate(0);
-    b.truncate(0);
-    a.set_batched_matmul(MatmulMode::kSgemm);
-    b.set_batched_matmul(MatmulMode::kSgemm);
-    auto pa = a.eval(prompt, true);
-    auto pb = b.eval(prompt, true);
-    ASSERT_TRUE(pa.ok() && pb.ok());
-    EXPECT_EQ(max_abs_diff(pa.value(), pb.value()), 0.0f) << type << " sgemm prefill";
   }
 }
 
@@ -273,27 +279,26 @@ TEST(Llama, PackedWeightsGiveTheLogitsOfRowMajorWeights) {
 // kernels. Each case is bit-identical to the explicit mode it picks (the attention path follows
 // the same threshold).
 TEST(Llama, AutoMatmulModeSwitchesToSgemmAtThirtyTwoTokens) {
-  const auto path = (testing::data_dir() / "reference" / "synth-llama-256-q4_0.gguf").string();
-  auto row_major = LlamaModel::load(path, ModelLoadOptions{.pack_rows = false});
-  auto packed = LlamaModel::load(path, ModelLoadOptions{.pack_rows = true});
-  ASSERT_TRUE(row_major.ok() && packed.ok());
+  const auto& model = load_cached((testing::data_dir() / "reference" / "synth-llama-256-q4_0.gguf").string());
   std::vector<int32_t> prompt = {1};
   for (int i = 0; i < 40; ++i) prompt.push_back(3 + (i * 53) % 500);
-  for (const LlamaModel* model : {&row_major.value(), &packed.value()}) {
-    const bool is_packed = model->packed_matrices() > 0;
+  for (const char* layout : {"row-major", "packed"}) {
+    const bool is_packed = std::string(layout) == "packed";
     for (size_t n : {size_t{9}, kMinSgemmTokens - 1, kMinSgemmTokens, size_t{41}}) {
       const std::span<const int32_t> p(prompt.data(), n);
-      auto run = [&](MatmulMode mode) {
-        LlamaContext ctx(*model, ContextOptions{64, 2, 512, mode});
-        EXPECT_EQ(ctx.use_sgemm(n), mode == MatmulMode::kSgemm || (mode == MatmulMode::kAuto && n >= kMinSgemmTokens));
-        auto r = ctx.eval(p, true);
+      auto run = [&](const char* mode) {
+        auto& backend = static_cast<CpuBackend&>(test::cpu(2, mode, layout));
+        const MatmulMode m = parse_matmul_mode(mode).value();
+        EXPECT_EQ(backend.use_sgemm(n), m == MatmulMode::kSgemm || (m == MatmulMode::kAuto && n >= kMinSgemmTokens));
+        auto ctx = test::context(model, backend, 64);
+        auto r = ctx->eval(p, true);
         EXPECT_TRUE(r.ok());
         return r.ok() ? r.value() : std::vector<float>{};
       };
       const bool want_sgemm = !is_packed && n >= kMinSgemmTokens;
-      const auto autom = run(MatmulMode::kAuto);
-      const auto explicit_sgemm = run(MatmulMode::kSgemm);
-      const auto explicit_quant = run(MatmulMode::kQuantizedActivations);
+      const auto autom = run("auto");
+      const auto explicit_sgemm = run("sgemm");
+      const auto explicit_quant = run("quantized");
       SCOPED_TRACE(std::string(is_packed ? "packed, " : "row-major, ") + std::to_string(n) + " tokens");
       EXPECT_GT(max_abs_diff(explicit_sgemm, explicit_quant), 0.0f) << "the two paths should round differently";
       if (want_sgemm) {
@@ -315,7 +320,8 @@ TEST(Llama, TruncateThenReevalReproducesLogits) {
   const std::vector<int32_t> prefix = {1, 403, 407, 261, 378};
   const std::vector<int32_t> a = {432, 383, 286};
   const std::vector<int32_t> b = {300, 301, 302, 303};
-  LlamaContext ctx(model, ContextOptions{64, 2, 512});
+  auto c = test::context(model, test::cpu(2), 64);
+  LlamaContext& ctx = *c;
   ASSERT_TRUE(ctx.eval(prefix).ok());
   auto first = ctx.eval(a, true);
   ASSERT_TRUE(first.ok());
@@ -330,7 +336,8 @@ TEST(Llama, TruncateThenReevalReproducesLogits) {
 
 TEST(Llama, ErrorsAreResults) {
   const auto& model = load_cached((testing::models_dir() / "stories260K-f32.gguf").string());
-  LlamaContext ctx(model, ContextOptions{8, 1, 512});
+  auto c = test::context(model, test::cpu(1), 8);
+  LlamaContext& ctx = *c;
   const std::vector<int32_t> bad = {1, 512};
   auto r = ctx.eval(bad);
   ASSERT_FALSE(r.ok());
@@ -362,10 +369,10 @@ TEST(Llama, NiahTinyLongContextGolden) {
   EXPECT_EQ(model.hparams().n_ctx_train, 3072);
   const auto prompt = ids((*golden)["prompt_token_ids"]);
   ASSERT_GT(prompt.size(), 2900u);
-  LlamaContext ctx(model, ContextOptions{0, 2, 512});
-  EXPECT_EQ(ctx.n_ctx(), 3072u);
+  auto ctx = test::context(model, test::cpu(2));
+  EXPECT_EQ(ctx->n_ctx(), 3072u);
   const auto want = ids((*golden)["expected_token_ids"]);
-  EXPECT_EQ(greedy(ctx, prompt, want.size()), want);
+  EXPECT_EQ(greedy(*ctx, prompt, want.size()), want);
 }
 
 }  // namespace

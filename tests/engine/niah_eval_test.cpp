@@ -1,12 +1,13 @@
 // niah-eval on niah-tiny: models/niah-tiny.md table A cells (seed 0, 20 lines) and the report's
 // shape as the evidence gate reads it.
-#include "engine/niah_eval.h"
+#include "engine/presets/niah_eval.h"
 
 #include <gtest/gtest.h>
 
 #include "bridge/gate.h"
-#include "engine/kv_calibrate.h"
-#include "engine/niah.h"
+#include "engine/presets/kv_calibrate.h"
+#include "engine/presets/niah.h"
+#include "tests/engine/backends.h"
 #include "tests/harness/paths.h"
 
 namespace kakeya::engine {
@@ -57,12 +58,11 @@ TEST(NiahEval, TableACellsAndGate) {
   NiahEvalConfig cfg;
   cfg.lines = {20};
   cfg.samples = 5;
-  cfg.threads = 1;
   cfg.arms = {{"full", "oracle", KvPolicy{}},
               {"sw", "candidate", sink_window({})},
               {"l13", "candidate", sink_window({1, 3})},
               {"l13q8", "candidate", sink_window({1, 3}, 8)}};
-  auto r = run_niah_eval(niah_tiny().model, niah_tiny().tok, cfg);
+  auto r = run_niah_eval(niah_tiny().model, niah_tiny().tok, test::cpu(1), cfg);
   ASSERT_TRUE(r.ok()) << r.error().str();
   EXPECT_EQ((*r)["kind"], "niah-eval");
   EXPECT_DOUBLE_EQ(arm_recall(*r, "full@20"), 1.0);
@@ -94,7 +94,7 @@ TEST(NiahEval, TableACellsAndGate) {
 
   // Without the failing arm the report passes the gate.
   cfg.arms.erase(cfg.arms.begin() + 1);
-  auto ok = run_niah_eval(niah_tiny().model, niah_tiny().tok, cfg);
+  auto ok = run_niah_eval(niah_tiny().model, niah_tiny().tok, test::cpu(1), cfg);
   ASSERT_TRUE(ok.ok());
   EXPECT_TRUE(bridge::evaluate_gate(*ok, {}).passed) << bridge::evaluate_gate(*ok, {}).to_json().dump();
 }
@@ -102,9 +102,8 @@ TEST(NiahEval, TableACellsAndGate) {
 // Table A cell "sink+window, L1 exact" at 20 lines: 0.52 over the 50 samples of seed 0.
 TEST(NiahEval, TableAL1ExactCell) {
   const auto samples = generate_niah(0, 20, 20, 50);
-  ContextOptions o;
-  o.n_batch = 64;
-  LlamaContext ctx(niah_tiny().model, o);
+  auto owned = test::context(niah_tiny().model, test::cpu(2), 0, 64);
+  LlamaContext& ctx = *owned;
   int hits = 0;
   for (const NiahSample& s : samples) {
     auto run = run_greedy(ctx, sink_window({1}), niah_tiny().tok.encode(s.prompt, true), 16);
@@ -121,7 +120,7 @@ TEST(NiahEval, NeedlelessWorkloadReportsNullRecallAndNoClaims) {
   cfg.decode_tokens = 4;
   cfg.with_needle = false;
   cfg.arms = {{"full", "oracle", KvPolicy{}}, {"l1", "candidate", sink_window({1})}};
-  auto r = run_niah_eval(niah_tiny().model, niah_tiny().tok, cfg);
+  auto r = run_niah_eval(niah_tiny().model, niah_tiny().tok, test::cpu(1), cfg);
   ASSERT_TRUE(r.ok());
   for (const auto& a : (*r)["arms"]) {
     EXPECT_TRUE(a["aggregates"]["recall"].is_null());
@@ -134,7 +133,7 @@ TEST(NiahEval, NeedlelessWorkloadReportsNullRecallAndNoClaims) {
 TEST(NiahEval, RejectsConfigWithoutOracle) {
   NiahEvalConfig cfg;
   cfg.arms = {{"sw", "candidate", sink_window({})}};
-  auto r = run_niah_eval(niah_tiny().model, niah_tiny().tok, cfg);
+  auto r = run_niah_eval(niah_tiny().model, niah_tiny().tok, test::cpu(1), cfg);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, "bad_param");
 }
@@ -155,7 +154,7 @@ TEST(KvCalibrate, RanksLayerOneFirstOnNiahTiny) {
   cfg.heads = false;
   cfg.budget = 3;
   cfg.target_gap = 0.1;
-  auto c = kv_calibrate(niah_tiny().model, niah_tiny().tok, cfg);
+  auto c = kv_calibrate(niah_tiny().model, niah_tiny().tok, test::cpu(1), cfg);
   ASSERT_TRUE(c.ok()) << c.error().str();
   ASSERT_EQ(c->layer_alone.size(), 4u);
   EXPECT_EQ(std::max_element(c->layer_alone.begin(), c->layer_alone.end()) - c->layer_alone.begin(), 1);

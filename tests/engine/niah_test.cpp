@@ -1,5 +1,5 @@
 // NIAH generator against DESIGN.md §5 test vectors and the niah-tiny golden prompt.
-#include "engine/niah.h"
+#include "engine/presets/niah.h"
 
 #include <gtest/gtest.h>
 

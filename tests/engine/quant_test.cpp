@@ -2,7 +2,7 @@
 // own output (sha256 of the f32 array), fp16/bf16 conversion, the ggml activation formats,
 // dot products against a float64 reference, and AVX2 vs portable agreement.
 
-#include "engine/quant.h"
+#include "engine/cpu/quant.h"
 
 #include <gtest/gtest.h>
 #if defined(__x86_64__)
@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/cpu_features.h"
+#include "engine/cpu/cpu_features.h"
 #include "engine/gguf.h"
 #include "tests/harness/paths.h"
 

@@ -1,12 +1,13 @@
 // specdecode-bench: workloads, the report shape the evidence gate reads, and the gate verdict on
 // a real (small) run.
-#include "engine/specdecode_bench.h"
+#include "engine/presets/specdecode_bench.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "bridge/gate.h"
+#include "tests/engine/backends.h"
 #include "tests/harness/paths.h"
 
 namespace kakeya::engine {
@@ -46,7 +47,7 @@ TEST(SpecBench, ReportIsLosslessAndPassesTheGate) {
   c.workload = "stories";
   c.verify_sizes = {1, 2, 4};
   c.verify_reps = 2;
-  auto r = run_specdecode_bench(c, nullptr);
+  auto r = run_specdecode_bench(c, test::cpu(2, "quantized"));
   ASSERT_TRUE(r.ok()) << r.error().str();
   const auto& rep = r.value();
   EXPECT_EQ(rep["kind"], "specdecode-bench");
@@ -65,7 +66,9 @@ TEST(SpecBench, ReportIsLosslessAndPassesTheGate) {
     }
   }
   EXPECT_GT(rep["arms"][1]["aggregates"]["draft_blocks"].get<size_t>(), 0u);
-  EXPECT_EQ(rep["verify_cost"]["sgemm"].size(), 3u);
+  // The verify cost of the backend as opened, under its batched matmul mode.
+  EXPECT_EQ(rep["verify_cost"]["quantized_activations"].size(), 3u);
+  EXPECT_EQ(rep["config"]["verify_mode"], "quantized_activations");
   EXPECT_EQ(rep["model"]["sha256"], "3c4a7c3a8313e00ae6a6b64df717828f4ba18391ea31ffb01abe9a2c4f7bb9a9");
   // The gate's rules for this kind. OUTPUT_DEGENERATE depends on what the tiny model writes and
   // PREFILL_VARIANCE on machine load, so they are checked only for what they report.
@@ -86,11 +89,10 @@ TEST(SpecBench, IgnoreEosDecodesPastTheAnswer) {
   c.samples = 5;
   c.gen_tokens = 33;
   c.workload = "niah";
-  c.verify_mode = MatmulMode::kSgemm;
   c.verify_sizes = {};
   for (bool ignore : {false, true}) {
     c.ignore_eos = ignore;
-    auto r = run_specdecode_bench(c, nullptr);
+    auto r = run_specdecode_bench(c, test::cpu(2, "sgemm"));
     ASSERT_TRUE(r.ok()) << r.error().str();
     EXPECT_TRUE(r.value()["lossless"]["equal"].get<bool>());
     EXPECT_EQ(r.value()["config"]["ignore_eos"], ignore);
@@ -109,13 +111,13 @@ TEST(SpecBench, BadParamsAreRejected) {
   SpecBenchConfig c;
   c.model = stories();
   c.block_sizes = {0};
-  EXPECT_EQ(run_specdecode_bench(c, nullptr).error().code, "bad_param");
+  EXPECT_EQ(run_specdecode_bench(c, test::cpu(1)).error().code, "bad_param");
   c.block_sizes = {2};
   c.gen_tokens = 1;
-  EXPECT_EQ(run_specdecode_bench(c, nullptr).error().code, "bad_param");
+  EXPECT_EQ(run_specdecode_bench(c, test::cpu(1)).error().code, "bad_param");
   c.gen_tokens = 8;
   c.draft = "layers:9";
-  EXPECT_EQ(run_specdecode_bench(c, nullptr).error().code, "bad_param");
+  EXPECT_EQ(run_specdecode_bench(c, test::cpu(1)).error().code, "bad_param");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "engine/kv_policy.h"
 #include "engine/tokenizer.h"
+#include "tests/engine/backends.h"
 #include "tests/harness/paths.h"
 
 namespace kakeya::engine {
@@ -58,9 +59,11 @@ class GreedyLossless : public ::testing::TestWithParam<Case> {};
 
 TEST_P(GreedyLossless, SpeculativeEqualsAutoregressive) {
   const Case c = GetParam();
-  LlamaContext target(stories(), ContextOptions{0, 2});
+  // The default options: verify blocks below kExactBlockTokens agree with decode (backend.h).
+  auto target_ctx = test::context(stories(), test::cpu(2), 0);
+  LlamaContext& target = *target_ctx;
   DraftOptions dopt;
-  dopt.n_threads = 1;
+  dopt.backend = &test::cpu(1);
   auto draft = make_draft_source(c.draft, target, dopt);
   ASSERT_TRUE(draft.ok()) << draft.error().str();
   size_t drafted = 0, accepted = 0;
@@ -111,7 +114,8 @@ INSTANTIATE_TEST_SUITE_P(AllDrafts, GreedyLossless, ::testing::ValuesIn(cases())
 // with 120 generated tokens evicts long before the end; spec output must still equal AR's.
 TEST(Speculative, LosslessPastBoundedCacheEviction) {
   for (const std::string d : {"layers:2", "quant:q8_0", "lookup:2"}) {
-    LlamaContext target(stories(), ContextOptions{0, 2});
+    auto target_ctx = test::context(stories(), test::cpu(2, "quantized"), 0);
+    LlamaContext& target = *target_ctx;
     KvPolicy policy;
     policy.sink = 4;
     policy.window = 32;
@@ -137,7 +141,8 @@ TEST(Speculative, LosslessPastBoundedCacheEviction) {
 }
 
 TEST(Speculative, SelfDraftAcceptsEverything) {
-  LlamaContext target(stories(), ContextOptions{0, 1});
+  auto target_ctx = test::context(stories(), test::cpu(1, "quantized"), 0);
+  LlamaContext& target = *target_ctx;
   auto draft = make_draft_source("gguf:" + model_path("stories260K-f32.gguf"), target, {});
   ASSERT_TRUE(draft.ok()) << draft.error().str();
   const auto prompt = encode(prompts()[0]);
@@ -155,7 +160,8 @@ TEST(Speculative, SelfDraftAcceptsEverything) {
 }
 
 TEST(Speculative, StopsAtContextEndLikeAutoregressive) {
-  LlamaContext target(stories(), ContextOptions{40, 1});
+  auto target_ctx = test::context(stories(), test::cpu(1, "quantized"), 40);
+  LlamaContext& target = *target_ctx;
   auto draft = make_draft_source("layers:2", target, {});
   ASSERT_TRUE(draft.ok());
   const auto prompt = encode(prompts()[2]);
@@ -170,7 +176,8 @@ TEST(Speculative, StopsAtContextEndLikeAutoregressive) {
 }
 
 TEST(Speculative, EosEndsGenerationAtTheSameToken) {
-  LlamaContext target(stories(), ContextOptions{0, 1});
+  auto target_ctx = test::context(stories(), test::cpu(1, "quantized"), 0);
+  LlamaContext& target = *target_ctx;
   const auto prompt = encode(prompts()[0]);
   auto full = autoregressive_generate(target, prompt, greedy_options(4, 40));
   ASSERT_TRUE(full.ok());
@@ -193,7 +200,8 @@ TEST(Speculative, EosEndsGenerationAtTheSameToken) {
 }
 
 TEST(Speculative, SamplingIsSeededAndDrafts) {
-  LlamaContext target(stories(), ContextOptions{0, 1});
+  auto target_ctx = test::context(stories(), test::cpu(1, "quantized"), 0);
+  LlamaContext& target = *target_ctx;
   auto draft = make_draft_source("layers:3", target, {});
   ASSERT_TRUE(draft.ok());
   const auto prompt = encode(prompts()[1]);
@@ -212,7 +220,8 @@ TEST(Speculative, SamplingIsSeededAndDrafts) {
 }
 
 TEST(Speculative, RejectsBadOptions) {
-  LlamaContext target(stories(), ContextOptions{0, 1});
+  auto target_ctx = test::context(stories(), test::cpu(1, "quantized"), 0);
+  LlamaContext& target = *target_ctx;
   auto draft = make_draft_source("lookup:2", target, {});
   ASSERT_TRUE(draft.ok());
   const auto prompt = encode(prompts()[0]);

@@ -1,4 +1,4 @@
-#include "engine/synth.h"
+#include "engine/presets/synth.h"
 
 #include <gtest/gtest.h>
 
@@ -7,10 +7,12 @@
 #include <iterator>
 #include <vector>
 
+#include "engine/cpu/quant.h"
 #include "engine/gguf.h"
+#include "engine/gguf_writer.h"
 #include "engine/llama.h"
-#include "engine/quant.h"
 #include "engine/tokenizer.h"
+#include "tests/engine/backends.h"
 #include "tests/harness/paths.h"
 
 namespace kakeya::engine {
@@ -59,7 +61,9 @@ TEST(Synth, TinyCustomModelLoadsAndRuns) {
     const double n = static_cast<double>(e.n_in * e.n_out);
     EXPECT_NEAR(sum / n, 0.0, 0.002);
     EXPECT_NEAR(std::sqrt(sumsq / n), 0.02, 0.002);
-    const auto& norm = model->weights().layers[0].attn_norm;
+    const WeightMatrix& norm_w = model->weights().layers[0].attn_norm;
+    std::vector<float> norm(static_cast<size_t>(norm_w.n_in));
+    dequantize_row(norm_w.type, norm_w.data, norm.data(), norm_w.n_in);
     double mean_norm = 0;
     for (float v : norm) mean_norm += v;
     EXPECT_NEAR(mean_norm / static_cast<double>(norm.size()), 1.0, 0.05);
@@ -69,7 +73,8 @@ TEST(Synth, TinyCustomModelLoadsAndRuns) {
     EXPECT_EQ(tok->n_vocab(), 300);
     EXPECT_EQ(tok->decode(tok->encode("hi!", false)), " hi!");
 
-    LlamaContext ctx(model.value(), ContextOptions{0, 2, 16});
+    auto ctx_owner = test::context(model.value(), test::cpu(2), 0, 16);
+    LlamaContext& ctx = *ctx_owner;
     const auto ids = tok->encode("hello synthetic world", true);
     auto logits = ctx.eval(ids, true);
     ASSERT_TRUE(logits.ok()) << logits.error().str();

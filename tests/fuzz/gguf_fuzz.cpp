@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "engine/gguf.h"
-#include "engine/quant.h"
+#include "engine/cpu/quant.h"
 
 using kakeya::engine::ActivationBuffer;
 using kakeya::engine::GgufFile;

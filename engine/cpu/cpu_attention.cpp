@@ -1,0 +1,280 @@
+// The CPU backend's attention and KV storage (cpu_backend.h, kv_cache.h): slots in host memory,
+// f32 or affine-coded rows; attention per token (kernel-set dot/axpy) or batched (sgemm).
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "engine/cpu/cpu_backend.h"
+#include "engine/kv_quant.h"
+
+namespace kakeya::engine {
+namespace {
+
+// Least multiply-adds per attention job worth handing to another thread.
+constexpr size_t kMinParallelAttentionMacs = size_t{64} << 10;
+
+AffineRowCodec codec_of(const KvRowFormat& f) { return AffineRowCodec(f.values, f.group, f.bits); }
+
+}  // namespace
+
+// ---- storage ----
+
+CpuKvBuffer::CpuKvBuffer(const KvRowFormat& format, size_t capacity, CpuByteCounter counter)
+    : KvBuffer(format, capacity), counter_(std::move(counter)) {}
+
+std::unique_ptr<CpuKvBuffer> CpuKvBuffer::allocate(const KvRowFormat& format, size_t capacity, CpuByteCounter counter) {
+  std::unique_ptr<CpuKvBuffer> b(new CpuKvBuffer(format, capacity, std::move(counter)));
+  const size_t rows = capacity * format.row_bytes();
+  b->positions_ = static_cast<int32_t*>(std::malloc(std::max<size_t>(1, capacity) * sizeof(int32_t)));
+  b->k_ = static_cast<uint8_t*>(std::malloc(std::max<size_t>(1, rows)));
+  b->v_ = static_cast<uint8_t*>(std::malloc(std::max<size_t>(1, rows)));
+  if (b->positions_ == nullptr || b->k_ == nullptr || b->v_ == nullptr) return nullptr;
+  b->bytes_ = capacity * sizeof(int32_t) + 2 * rows;
+  *b->counter_ += b->bytes_;
+  return b;
+}
+
+CpuKvBuffer::~CpuKvBuffer() {
+  *counter_ -= bytes_;
+  std::free(positions_);
+  std::free(k_);
+  std::free(v_);
+}
+
+Result<std::unique_ptr<KvBuffer>> CpuBackend::alloc_kv(const KvRowFormat& format, size_t capacity) {
+  if (format.bits != 32 && format.bits != 8 && format.bits != 4) {
+    return make_error("unsupported_type", "cpu backend: KV storage of " + std::to_string(format.bits) +
+                                              " bits (32, 8 or 4)");
+  }
+  auto b = CpuKvBuffer::allocate(format, capacity, allocated_);
+  if (!b) {
+    return make_error("out_of_memory", "cpu backend: cannot allocate KV storage of " + std::to_string(capacity) +
+                                           " slots x " + std::to_string(format.row_bytes()) + " bytes");
+  }
+  return std::unique_ptr<KvBuffer>(std::move(b));
+}
+
+void CpuBackend::kv_store(KvBuffer& dst, size_t slot0, const Tensor& k, const Tensor& v,
+                          std::span<const int32_t> positions, std::span<const size_t> heads, size_t head_dim) {
+  auto& d = static_cast<CpuKvBuffer&>(dst);
+  const KvRowFormat& f = d.format();
+  const size_t row_bytes = f.row_bytes();
+  const size_t stride = static_cast<size_t>(k.cols);
+  const AffineRowCodec codec = f.bits == 32 ? AffineRowCodec() : codec_of(f);
+  auto& gather = s_.gather;
+  gather.resize(f.values);
+  const float* src_k = f32(k);
+  const float* src_v = f32(v);
+  for (size_t t = 0; t < positions.size(); ++t) {
+    d.positions()[slot0 + t] = positions[t];
+    for (int kv = 0; kv < 2; ++kv) {
+      const float* src = (kv == 0 ? src_k : src_v) + t * stride;
+      for (size_t i = 0; i < heads.size(); ++i)
+        std::memcpy(gather.data() + i * head_dim, src + heads[i] * head_dim, head_dim * sizeof(float));
+      uint8_t* row = (kv == 0 ? d.k() : d.v()) + (slot0 + t) * row_bytes;
+      if (f.bits == 32) {
+        std::memcpy(row, gather.data(), row_bytes);
+      } else {
+        codec.encode(gather.data(), row);
+      }
+    }
+  }
+}
+
+void CpuBackend::kv_copy(const KvBuffer& src, size_t src_slot, KvBuffer& dst, size_t dst_slot, size_t n) {
+  const auto& s = static_cast<const CpuKvBuffer&>(src);
+  auto& d = static_cast<CpuKvBuffer&>(dst);
+  const size_t row_bytes = s.format().row_bytes();
+  // memmove: compaction within one storage overlaps.
+  std::memmove(d.positions() + dst_slot, s.positions() + src_slot, n * sizeof(int32_t));
+  std::memmove(d.k() + dst_slot * row_bytes, s.k() + src_slot * row_bytes, n * row_bytes);
+  std::memmove(d.v() + dst_slot * row_bytes, s.v() + src_slot * row_bytes, n * row_bytes);
+}
+
+void CpuBackend::kv_read(const KvBuffer& src, size_t slot0, size_t n, std::span<float> k, std::span<float> v,
+                         std::span<int32_t> positions) {
+  const auto& s = static_cast<const CpuKvBuffer&>(src);
+  const KvRowFormat& f = s.format();
+  const size_t row_bytes = f.row_bytes();
+  if (!positions.empty()) std::copy_n(s.positions() + slot0, n, positions.data());
+  for (auto [out, rows] : {std::pair{k, s.k()}, std::pair{v, s.v()}}) {
+    if (out.empty()) continue;
+    for (size_t i = 0; i < n; ++i) {
+      const uint8_t* row = rows + (slot0 + i) * row_bytes;
+      if (f.bits == 32) {
+        std::memcpy(out.data() + i * f.values, row, row_bytes);
+      } else {
+        codec_of(f).decode(row, out.data() + i * f.values);
+      }
+    }
+  }
+}
+
+// ---- attention ----
+
+void CpuBackend::kv_slots(const AttentionArgs& args) {
+  auto& views = s_.kv_views;
+  views.assign(args.kv.size(), KvSlots{});
+  // Quantized storage is decoded once per storage group (several heads share one) into scratch
+  // sized before any pointer into it is taken.
+  std::vector<const CpuKvBuffer*> decoded;
+  size_t total = 0;
+  for (const KvHeadView& h : args.kv) {
+    const auto* s = static_cast<const CpuKvBuffer*>(h.storage);
+    if (s == nullptr || s->format().bits == 32) continue;
+    if (std::find(decoded.begin(), decoded.end(), s) != decoded.end()) continue;
+    decoded.push_back(s);
+    total += 2 * h.n_slots * s->format().values;
+  }
+  if (total > 0) s_.kv_dequant.resize(total);
+  std::vector<const float*> decoded_k(decoded.size()), decoded_v(decoded.size());
+  size_t off = 0;
+  for (size_t i = 0; i < decoded.size(); ++i) {
+    const CpuKvBuffer* s = decoded[i];
+    const size_t n_slots = std::find_if(args.kv.begin(), args.kv.end(), [&](const KvHeadView& h) {
+                             return h.storage == s;
+                           })->n_slots;
+    const size_t values = s->format().values;
+    float* kd = s_.kv_dequant.data() + off;
+    float* vd = kd + n_slots * values;
+    kv_read(*s, 0, n_slots, std::span<float>(kd, n_slots * values), std::span<float>(vd, n_slots * values), {});
+    decoded_k[i] = kd;
+    decoded_v[i] = vd;
+    off += 2 * n_slots * values;
+  }
+  for (size_t h = 0; h < args.kv.size(); ++h) {
+    const KvHeadView& hv = args.kv[h];
+    KvSlots& out = views[h];
+    out.n_slots = hv.n_slots;
+    out.sink = hv.sink;
+    out.window = hv.window;
+    if (hv.storage == nullptr) continue;
+    const auto* s = static_cast<const CpuKvBuffer*>(hv.storage);
+    const size_t values = s->format().values;
+    out.row_stride = values;
+    out.positions = s->positions();
+    const size_t head_off = hv.index * static_cast<size_t>(args.head_dim);
+    if (s->format().bits == 32) {
+      out.k = reinterpret_cast<const float*>(s->k()) + head_off;
+      out.v = reinterpret_cast<const float*>(s->v()) + head_off;
+    } else {
+      const size_t i = static_cast<size_t>(std::find(decoded.begin(), decoded.end(), s) - decoded.begin());
+      out.k = decoded_k[i] + head_off;
+      out.v = decoded_v[i] + head_off;
+    }
+  }
+}
+
+void CpuBackend::attention(const Tensor& q, const AttentionArgs& args, const Tensor& out) {
+  kv_slots(args);
+  if (use_sgemm(args.positions.size())) {
+    attention_batched(f32(q), args, f32(out));
+  } else {
+    attention_per_token(f32(q), args, f32(out));
+  }
+}
+
+void CpuBackend::attention_batched(const float* q, const AttentionArgs& args, float* out) {
+  // Per query head: S = Q_h·K_g^T (sgemm), masked softmax per row, O_h = P·V_g (sgemm). Each KV
+  // head has its own view (bounded policies): a row sees the slots of kv_visible_ranges, the
+  // others get probability 0.
+  const auto& views = s_.kv_views;
+  const size_t n = args.positions.size();
+  const int hd = static_cast<int>(args.head_dim);
+  const size_t n_head = static_cast<size_t>(args.n_head);
+  const int64_t gqa = args.n_head / args.n_head_kv;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const int q_stride = static_cast<int>(n_head) * hd;
+  // One task per query head, each with its thread's own score matrix (OpenBLAS is
+  // single-threaded; see the header).
+  pool_.parallel_for(n_head, [&](size_t h, int thread) {
+    const KvSlots& slots = views[static_cast<size_t>(static_cast<int64_t>(h) / gqa)];
+    const int S = static_cast<int>(slots.n_slots);
+    const int ld_kv = static_cast<int>(slots.row_stride);
+    auto& scores = s_.thread_scores[static_cast<size_t>(thread)];
+    if (scores.size() < n * slots.n_slots) scores.resize(n * slots.n_slots);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n), S, hd, scale,
+                q + h * static_cast<size_t>(hd), q_stride, slots.k, ld_kv, 0.0f, scores.data(), S);
+    for (size_t t = 0; t < n; ++t) {
+      float* row = scores.data() + t * static_cast<size_t>(S);
+      const KvVisibleRanges r = kv_visible_ranges(slots, args.positions[t]);
+      float mx = -INFINITY;
+      for (size_t s = 0; s < r.a; ++s) mx = std::max(mx, row[s]);
+      for (size_t s = r.b; s < r.c; ++s) mx = std::max(mx, row[s]);
+      double sum = 0.0;
+      for (size_t s = 0; s < r.a; ++s) {
+        row[s] = std::exp(row[s] - mx);
+        sum += row[s];
+      }
+      for (size_t s = r.b; s < r.c; ++s) {
+        row[s] = std::exp(row[s] - mx);
+        sum += row[s];
+      }
+      const float inv = static_cast<float>(1.0 / sum);
+      for (size_t s = 0; s < r.a; ++s) row[s] *= inv;
+      std::fill(row + r.a, row + r.b, 0.0f);
+      for (size_t s = r.b; s < r.c; ++s) row[s] *= inv;
+      std::fill(row + r.c, row + S, 0.0f);
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(n), hd, S, 1.0f, scores.data(), S,
+                slots.v, ld_kv, 0.0f, out + h * static_cast<size_t>(hd), q_stride);
+  });
+}
+
+void CpuBackend::attention_per_token(const float* q, const AttentionArgs& args, float* out) {
+  const auto& views = s_.kv_views;
+  const size_t n = args.positions.size();
+  const int64_t hd = args.head_dim;
+  const size_t n_head = static_cast<size_t>(args.n_head);
+  const int64_t gqa = args.n_head / args.n_head_kv;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const size_t q_stride = n_head * static_cast<size_t>(hd);
+  size_t max_slots = 0;
+  for (const KvSlots& v : views) max_slots = std::max(max_slots, v.n_slots);
+  reserve_thread_f32(max_slots);
+  auto head_task = [&](size_t task, int thread) {
+    const size_t t = task / n_head;
+    const size_t h = task % n_head;
+    const KvSlots& slots = views[static_cast<size_t>(static_cast<int64_t>(h) / gqa)];
+    // Slots are in ascending position order: the visible ones are [0, a) and [b, c).
+    const KvVisibleRanges r = kv_visible_ranges(slots, args.positions[t]);
+    const float* qh = q + t * q_stride + h * static_cast<size_t>(hd);
+    float* scores = s_.thread_f32[static_cast<size_t>(thread)].data();
+    float mx = -INFINITY;
+    auto score = [&](size_t s) {
+      scores[s] = dot_f32(qh, slots.k + s * slots.row_stride, hd) * scale;
+      mx = std::max(mx, scores[s]);
+    };
+    for (size_t s = 0; s < r.a; ++s) score(s);
+    for (size_t s = r.b; s < r.c; ++s) score(s);
+    double sum = 0.0;
+    auto expo = [&](size_t s) {
+      scores[s] = std::exp(scores[s] - mx);
+      sum += scores[s];
+    };
+    for (size_t s = 0; s < r.a; ++s) expo(s);
+    for (size_t s = r.b; s < r.c; ++s) expo(s);
+    const float inv = static_cast<float>(1.0 / sum);
+    float* o = out + t * q_stride + h * static_cast<size_t>(hd);
+    std::fill(o, o + hd, 0.0f);
+    auto acc = [&](size_t s) {
+      const float p = scores[s] * inv;
+      axpy_f32(p, slots.v + s * slots.row_stride, o, hd);
+    };
+    for (size_t s = 0; s < r.a; ++s) acc(s);
+    for (size_t s = r.b; s < r.c; ++s) acc(s);
+  };
+  // Work of all jobs: ~2 multiply-adds per visible slot and head dimension (upper bound: every
+  // slot of the first head's view).
+  const size_t macs = 2 * n_head * n * views[0].n_slots * static_cast<size_t>(hd);
+  if (macs < kMinParallelAttentionMacs) {
+    for (size_t task = 0; task < n_head * n; ++task) head_task(task, 0);
+  } else {
+    pool_.parallel_for(n_head * n, head_task);
+  }
+}
+
+}  // namespace kakeya::engine

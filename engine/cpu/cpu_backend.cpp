@@ -1,0 +1,298 @@
+// The CPU backend: construction, memory, weight upload and the elementwise ops. Matmul paths
+// are in cpu_matmul.cpp, attention and the KV storage ops in cpu_attention.cpp.
+#include "engine/cpu/cpu_backend.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "engine/cpu/cpu_features.h"
+#include "engine/sampling.h"
+
+extern "C" {
+// OpenBLAS extension (declared in openblas_config.h on some distributions only).
+char* openblas_get_config(void);
+}
+
+namespace kakeya::engine {
+namespace {
+
+uint8_t* aligned_bytes(size_t bytes) {
+  return static_cast<uint8_t*>(std::aligned_alloc(64, std::max<size_t>(64, (bytes + 63) / 64 * 64)));
+}
+
+// y = x / sqrt(mean(x²) + eps) · w (ggml rms_norm then mul; sum of squares in double).
+void rms_norm_row(const float* x, const float* w, int64_t n, float eps, float* y) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  const float mean = static_cast<float>(sum / static_cast<double>(n));
+  const float scale = 1.0f / std::sqrt(mean + eps);
+  for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * scale) * w[i];
+}
+
+// GGML rope mode 0 on n_heads heads of head_dim at one position (ggml_rope_cache_init).
+void rope_row(float* x, int64_t n_heads, int64_t head_dim, int64_t rope_dim, float theta_scale, int32_t pos,
+              float* cache) {
+  float theta = static_cast<float>(pos);
+  for (int64_t i0 = 0; i0 < rope_dim; i0 += 2) {
+    cache[i0] = std::cos(theta);
+    cache[i0 + 1] = std::sin(theta);
+    theta *= theta_scale;
+  }
+  for (int64_t h = 0; h < n_heads; ++h) {
+    float* v = x + h * head_dim;
+    for (int64_t i0 = 0; i0 < rope_dim; i0 += 2) {
+      const float c = cache[i0];
+      const float s = cache[i0 + 1];
+      const float x0 = v[i0];
+      const float x1 = v[i0 + 1];
+      v[i0] = x0 * c - x1 * s;
+      v[i0 + 1] = x0 * s + x1 * c;
+    }
+  }
+}
+
+bool matmul_type(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32:
+    case GgmlType::F16:
+    case GgmlType::BF16:
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_0:
+    case GgmlType::Q4_K:
+    case GgmlType::Q6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+Result<MatmulMode> parse_matmul_mode(const std::string& name) {
+  if (name == "auto") return MatmulMode::kAuto;
+  if (name == "sgemm") return MatmulMode::kSgemm;
+  if (name == "quantized") return MatmulMode::kQuantizedActivations;
+  return make_error("bad_param", "batched_matmul \"" + name + "\" is not auto, sgemm or quantized");
+}
+
+const char* matmul_mode_name(MatmulMode mode) {
+  switch (mode) {
+    case MatmulMode::kAuto: return "auto";
+    case MatmulMode::kSgemm: return "sgemm";
+    case MatmulMode::kQuantizedActivations: return "quantized";
+  }
+  return "auto";
+}
+
+std::string resolve_weight_layout(const std::string& layout) {
+  if (layout != "auto") return layout;
+  return active_kernel_isa() != KernelIsa::Portable ? "packed" : "row-major";
+}
+
+// ---- buffers ----
+
+std::unique_ptr<CpuBuffer> CpuBuffer::allocate(size_t bytes, CpuByteCounter counter) {
+  uint8_t* p = aligned_bytes(bytes);
+  if (p == nullptr) return nullptr;
+  std::memset(p, 0, bytes);
+  std::unique_ptr<CpuBuffer> b(new CpuBuffer(std::move(counter)));
+  b->data_ = p;
+  b->owns_data_ = true;
+  b->owned_bytes_ = bytes;
+  *b->counter_ += bytes;
+  return b;
+}
+
+std::unique_ptr<CpuBuffer> CpuBuffer::view(const uint8_t* data, CpuByteCounter counter) {
+  std::unique_ptr<CpuBuffer> b(new CpuBuffer(std::move(counter)));
+  b->data_ = const_cast<uint8_t*>(data);  // never written: weights are read-only
+  return b;
+}
+
+void CpuBuffer::set_packed(uint8_t* packed, size_t bytes) {
+  packed_ = packed;
+  packed_bytes_ = bytes;
+  owned_bytes_ += bytes;
+  *counter_ += bytes;
+}
+
+CpuBuffer::~CpuBuffer() {
+  *counter_ -= owned_bytes_;
+  if (owns_data_) std::free(data_);
+  std::free(packed_);
+}
+
+// ---- the backend ----
+
+CpuBackend::CpuBackend(int threads, bool pack_weights, MatmulMode batched_matmul)
+    : pack_weights_(pack_weights),
+      batched_matmul_(batched_matmul),
+      pool_(threads),
+      allocated_(std::make_shared<std::atomic<size_t>>(0)) {
+  // OpenBLAS single-threaded: the pool splits every sgemm (see the header).
+  openblas_set_num_threads(1);
+  const CpuFeatures& f = cpu_features();
+  info_.name = "cpu";
+  info_.device = f.brand.empty() ? "unknown CPU" : f.brand;
+  const char* blas = openblas_get_config();
+  info_.driver = blas != nullptr ? blas : "OpenBLAS";
+  info_.kernel_set = kernel_isa_name(active_kernel_isa());
+  info_.threads = pool_.n_threads();
+  info_.options = {{"weight_layout", pack_weights ? "packed" : "row-major"},
+                   {"batched_matmul", matmul_mode_name(batched_matmul)}};
+  s_.thread_f32.resize(static_cast<size_t>(pool_.n_threads()));
+  s_.thread_scores.resize(static_cast<size_t>(pool_.n_threads()));
+}
+
+CpuBackend::~CpuBackend() = default;
+
+Result<std::unique_ptr<Backend>> open_cpu_backend(const BackendOptions& o) {
+  if (o.threads < 1) return make_error("bad_param", "cpu backend: threads " + std::to_string(o.threads) + " < 1");
+  if (o.weight_layout != "auto" && o.weight_layout != "packed" && o.weight_layout != "row-major") {
+    return make_error("bad_param",
+                      "cpu backend: weight_layout \"" + o.weight_layout + "\" is not auto, packed or row-major");
+  }
+  KAKEYA_ASSIGN_OR_RETURN(MatmulMode mode, parse_matmul_mode(o.batched_matmul));
+  return std::unique_ptr<Backend>(new CpuBackend(o.threads, resolve_weight_layout(o.weight_layout) == "packed", mode));
+}
+
+float* CpuBackend::f32(const Tensor& t) {
+  return reinterpret_cast<float*>(static_cast<CpuBuffer*>(t.buffer)->data() + t.offset);
+}
+
+void CpuBackend::reserve_thread_f32(size_t n) {
+  for (auto& buf : s_.thread_f32)
+    if (buf.size() < n) buf.resize(n);
+}
+
+Result<std::unique_ptr<BackendBuffer>> CpuBackend::alloc(size_t bytes) {
+  auto b = CpuBuffer::allocate(bytes, allocated_);
+  if (!b) return make_error("out_of_memory", "cpu backend: cannot allocate " + std::to_string(bytes) + " bytes");
+  return std::unique_ptr<BackendBuffer>(std::move(b));
+}
+
+size_t CpuBackend::allocated_bytes() const { return allocated_->load(); }
+
+Result<UploadedWeight> CpuBackend::upload_weight(const WeightMatrix& w, WeightUse use, const GgufFile* source) {
+  UploadedWeight u;
+  if (use == WeightUse::kVector) {
+    // Norm weights: dequantized to f32 once (ggml to_float).
+    const size_t n = static_cast<size_t>(w.n_in * w.n_out);
+    auto b = CpuBuffer::allocate(n * sizeof(float), allocated_);
+    if (!b) return make_error("out_of_memory", "cpu backend: cannot allocate " + std::to_string(n * sizeof(float)) +
+                                                   " bytes for " + w.name);
+    for (int64_t r = 0; r < w.n_out; ++r)
+      dequantize_row(w.type, w.row(r), reinterpret_cast<float*>(b->data()) + r * w.n_in, w.n_in);
+    u.tensor = Tensor{b.get(), 0, GgmlType::F32, w.n_in, w.n_out};
+    u.buffer = std::move(b);
+    return u;
+  }
+  if (use == WeightUse::kMatmul && !matmul_type(w.type)) {
+    return make_error("unsupported_type", "tensor " + w.name + ": type " + ggml_type_name(w.type) +
+                                              " has no matmul kernel in the cpu backend");
+  }
+  // Read in place from the file; matmul weights of a packable type get their packed copy.
+  auto b = CpuBuffer::view(w.data, allocated_);
+  if (use == WeightUse::kMatmul && pack_weights_ && packable(w.type, w.n_in)) {
+    const size_t bytes = packed_bytes(w.type, w.n_in, w.n_out);
+    uint8_t* packed = aligned_bytes(bytes);
+    if (packed == nullptr) {
+      return make_error("out_of_memory", "cannot allocate " + std::to_string(bytes) +
+                                             " bytes for the packed copy of " + w.name);
+    }
+    pack_rows(w.type, w.data, w.n_in, w.n_out, packed);
+    b->set_packed(packed, bytes);
+    // The copy is what the kernels read: drop the file's pages so the weights are resident once.
+    if (source != nullptr) source->release_pages(w.data, static_cast<size_t>(w.n_out) * w.row_bytes);
+  }
+  u.tensor = Tensor{b.get(), 0, w.type, w.n_in, w.n_out};
+  u.buffer = std::move(b);
+  return u;
+}
+
+nlohmann::json CpuBackend::describe_weights(const ModelWeights& weights) const {
+  size_t packed = 0, packed_bytes_total = 0;
+  for (const auto& b : weights.buffers) {
+    const auto& cb = static_cast<const CpuBuffer&>(*b);
+    if (cb.packed() == nullptr) continue;
+    ++packed;
+    packed_bytes_total += cb.packed_bytes();
+  }
+  return {{"layout", pack_weights_ ? "packed" : "row-major"},
+          {"packed_matrices", packed},
+          {"packed_bytes", packed_bytes_total},
+          {"bytes", weights.bytes()}};
+}
+
+// ---- elementwise ops ----
+
+void CpuBackend::write(const Tensor& dst, std::span<const float> src) {
+  std::memcpy(f32(dst), src.data(), std::min(src.size() * sizeof(float), dst.bytes()));
+}
+
+void CpuBackend::embed(const Tensor& table, std::span<const int32_t> tokens, const Tensor& out) {
+  const auto* rows = static_cast<const CpuBuffer*>(table.buffer)->data() + table.offset;
+  float* y = f32(out);
+  const int64_t E = table.cols;
+  const size_t row_bytes = table.row_bytes();
+  pool_.parallel_ranges(tokens.size(), 1, [&](size_t a, size_t b, int) {
+    for (size_t t = a; t < b; ++t)
+      dequantize_row(table.type, rows + static_cast<size_t>(tokens[t]) * row_bytes, y + t * static_cast<size_t>(E), E);
+  });
+}
+
+void CpuBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
+  const float* xs = f32(x);
+  const float* w = f32(weight);
+  float* y = f32(out);
+  const size_t E = static_cast<size_t>(x.cols);
+  pool_.parallel_ranges(static_cast<size_t>(x.rows), 1, [&](size_t a, size_t b, int) {
+    for (size_t t = a; t < b; ++t) rms_norm_row(xs + t * E, w, x.cols, eps, y + t * E);
+  });
+}
+
+void CpuBackend::rope(const Tensor& x, const RopeArgs& args, std::span<const int32_t> positions) {
+  float* xs = f32(x);
+  const size_t width = static_cast<size_t>(x.cols);
+  const float theta_scale = std::pow(args.freq_base, -2.0f / static_cast<float>(args.rope_dim));
+  reserve_thread_f32(static_cast<size_t>(args.rope_dim));
+  pool_.parallel_ranges(positions.size(), 1, [&](size_t a, size_t b, int thread) {
+    float* cache = s_.thread_f32[static_cast<size_t>(thread)].data();
+    for (size_t t = a; t < b; ++t)
+      rope_row(xs + t * width, args.n_heads, args.head_dim, args.rope_dim, theta_scale, positions[t], cache);
+  });
+}
+
+void CpuBackend::swiglu(const Tensor& gate, const Tensor& up) {
+  float* g = f32(gate);
+  const float* u = f32(up);
+  pool_.parallel_ranges(static_cast<size_t>(gate.rows * gate.cols), 16384, [&](size_t a, size_t b, int) {
+    for (size_t i = a; i < b; ++i) {
+      const float v = g[i];
+      g[i] = (v / (1.0f + std::exp(-v))) * u[i];
+    }
+  });
+}
+
+void CpuBackend::add(const Tensor& x, const Tensor& y) {
+  float* a = f32(x);
+  const float* b = f32(y);
+  const size_t n = static_cast<size_t>(x.rows * x.cols);
+  for (size_t i = 0; i < n; ++i) a[i] += b[i];
+}
+
+void CpuBackend::read(const Tensor& src, std::span<float> dst) {
+  std::memcpy(dst.data(), f32(src), std::min(dst.size() * sizeof(float), src.bytes()));
+}
+
+void CpuBackend::argmax_rows(const Tensor& src, std::span<int32_t> ids) {
+  const float* rows = f32(src);
+  const size_t n = static_cast<size_t>(src.cols);
+  for (size_t r = 0; r < ids.size(); ++r) ids[r] = argmax(std::span<const float>(rows + r * n, n));
+}
+
+}  // namespace kakeya::engine

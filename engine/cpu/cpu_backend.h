@@ -1,0 +1,191 @@
+#pragma once
+// The CPU backend: the engine's own kernels (cpu/quant.h, run-time choice of the AVX-512, AVX2 or
+// portable set), OpenBLAS sgemm for large batches, a thread pool (cpu/thread_pool.h) that splits
+// every op. Ops run when they are enqueued; sync() has nothing to wait for.
+//
+// Options (BackendOptions, checked by the constructor's factory open_cpu_backend):
+//   threads         the pool's threads (the calling thread included); OpenBLAS runs
+//                   single-threaded, process-wide, and the pool splits every sgemm: OpenBLAS's own
+//                   threads busy-wait after each call (~0.1 s), which on a host shared with a
+//                   busy process stole the CPU from the decode that follows a prefill.
+//   weight_layout   "packed": Q4_0/Q8_0 matmul weights (not token_embd's row lookups) copied at
+//                   upload into the row-interleaved layout of the packed kernels (quant.h,
+//                   kPackRows), the file's pages of those tensors released so they are resident
+//                   once; "row-major": every weight read in place from the file; "auto": packed
+//                   when the active kernel set is a SIMD one (the portable packed kernels copy each
+//                   row back first and are slower). Measured (bench/README.md): one-token decode
+//                   streams weights as fast packed as row-major; blocks of tokens (prefill, verify)
+//                   reuse them from cache and run 1.5-3.7x faster packed on Q4_0.
+//   batched_matmul  the matmul path of a batch of n > 1 tokens (MatmulMode below).
+//
+// Matmul paths:
+//   * one token (decode): quantize_activations + matvec, multithreaded over rows — activations are
+//     converted exactly like ggml-cpu (Q8_0/Q8_K/F16/BF16), so logits match llama.cpp's to ~1e-6
+//     (up to ~1e-3 on the fragile synthetic references).
+//   * MatmulMode::kAuto (default): kSgemm for batches of at least kMinSgemmTokens (32) tokens,
+//     kQuantizedActivations below — reading the weights once and reusing them from cache beats
+//     dequantizing the whole model for a short prompt (ggml's BLAS backend likewise takes only
+//     batches of >= 32). Packed weights always take the quantized path under kAuto: their kernels
+//     beat dequantize + sgemm at every batch size.
+//   * MatmulMode::kSgemm: weights dequantized to f32 in row tiles (F32 weights used in place) and
+//     multiplied with cblas_sgemm; attention of the batch through sgemm too. Activations are NOT
+//     quantized, so for quantized weights the logits differ from the decode path by the
+//     activation-quantization error (~2e-2 on the synthetic references).
+//   * MatmulMode::kQuantizedActivations: each token through the decode kernels (weight tiles
+//     reused across the batch) and the per-token attention, so a batch gives the logits of
+//     token-by-token decode bit for bit.
+// "Verify agrees with decode" (backend.h): kAuto and kQuantizedActivations compute every batch
+// shorter than kMinSgemmTokens (>= kExactBlockTokens) on the decode path, so blocks below
+// kExactBlockTokens are exact; kQuantizedActivations makes every batch exact; kSgemm gives the
+// requirement up (speculative output can then differ from AR: the lossless check reports it).
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/backend.h"
+#include "engine/cpu/quant.h"
+#include "engine/cpu/thread_pool.h"
+#include "engine/kv_cache.h"
+
+namespace kakeya::engine {
+
+enum class MatmulMode { kAuto, kSgemm, kQuantizedActivations };
+inline constexpr size_t kMinSgemmTokens = 32;  // kAuto's threshold
+static_assert(kMinSgemmTokens >= kExactBlockTokens, "kAuto must keep verify blocks exact");
+
+// "auto" | "sgemm" | "quantized". Errors: "bad_param" naming the value.
+Result<MatmulMode> parse_matmul_mode(const std::string& name);
+const char* matmul_mode_name(MatmulMode mode);  // "auto", "sgemm", "quantized"
+// weight_layout "auto" resolved on this machine: "packed" or "row-major".
+std::string resolve_weight_layout(const std::string& layout);
+
+// Host memory of the CPU backend: owned (64-byte aligned) or a view of the model's mapping, with
+// the packed copy of a matmul weight when it has one.
+// Bytes of live CPU buffers, shared by a backend and the buffers it made (which may outlive it).
+using CpuByteCounter = std::shared_ptr<std::atomic<size_t>>;
+
+class CpuBuffer final : public BackendBuffer {
+ public:
+  // Owned, zero-initialised, 64-byte aligned memory. nullptr when it cannot be allocated.
+  static std::unique_ptr<CpuBuffer> allocate(size_t bytes, CpuByteCounter counter);
+  // A view of memory owned elsewhere (the model file): none of the backend's own bytes.
+  static std::unique_ptr<CpuBuffer> view(const uint8_t* data, CpuByteCounter counter);
+  ~CpuBuffer() override;
+  size_t bytes() const override { return owned_bytes_; }
+  uint8_t* data() const { return data_; }
+  // The packed layout of the same matrix (quant.h), owned by this buffer, or nullptr.
+  const uint8_t* packed() const { return packed_; }
+  size_t packed_bytes() const { return packed_bytes_; }
+  // Takes ownership of `packed` (std::aligned_alloc memory of `bytes` bytes).
+  void set_packed(uint8_t* packed, size_t bytes);
+
+ private:
+  explicit CpuBuffer(CpuByteCounter counter) : counter_(std::move(counter)) {}
+  uint8_t* data_ = nullptr;
+  bool owns_data_ = false;
+  uint8_t* packed_ = nullptr;
+  size_t packed_bytes_ = 0;
+  size_t owned_bytes_ = 0;
+  CpuByteCounter counter_;
+};
+
+// KV storage in host memory: positions [capacity] i32, K and V [capacity][row_bytes].
+class CpuKvBuffer final : public KvBuffer {
+ public:
+  // nullptr when the memory cannot be allocated.
+  static std::unique_ptr<CpuKvBuffer> allocate(const KvRowFormat& format, size_t capacity, CpuByteCounter counter);
+  ~CpuKvBuffer() override;
+  size_t bytes() const override { return bytes_; }
+  int32_t* positions() const { return positions_; }
+  uint8_t* k() const { return k_; }
+  uint8_t* v() const { return v_; }
+
+ private:
+  CpuKvBuffer(const KvRowFormat& format, size_t capacity, CpuByteCounter counter);
+  int32_t* positions_ = nullptr;
+  uint8_t* k_ = nullptr;
+  uint8_t* v_ = nullptr;
+  size_t bytes_ = 0;
+  CpuByteCounter counter_;
+};
+
+class CpuBackend final : public Backend {
+ public:
+  // REQUIRES: options checked by open_cpu_backend.
+  CpuBackend(int threads, bool pack_weights, MatmulMode batched_matmul);
+  ~CpuBackend() override;
+
+  const BackendInfo& info() const override { return info_; }
+  Result<std::unique_ptr<BackendBuffer>> alloc(size_t bytes) override;
+  Result<std::unique_ptr<KvBuffer>> alloc_kv(const KvRowFormat& format, size_t capacity) override;
+  size_t allocated_bytes() const override;
+  Result<UploadedWeight> upload_weight(const WeightMatrix& w, WeightUse use, const GgufFile* source) override;
+  nlohmann::json describe_weights(const ModelWeights& weights) const override;
+
+  void write(const Tensor& dst, std::span<const float> src) override;
+  void embed(const Tensor& table, std::span<const int32_t> tokens, const Tensor& out) override;
+  void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override;
+  void matmul(std::span<const MatmulOut> outs, const Tensor& x) override;
+  void rope(const Tensor& x, const RopeArgs& args, std::span<const int32_t> positions) override;
+  void swiglu(const Tensor& gate, const Tensor& up) override;
+  void add(const Tensor& x, const Tensor& y) override;
+  void attention(const Tensor& q, const AttentionArgs& args, const Tensor& out) override;
+  void kv_store(KvBuffer& dst, size_t slot0, const Tensor& k, const Tensor& v, std::span<const int32_t> positions,
+                std::span<const size_t> heads, size_t head_dim) override;
+  void kv_copy(const KvBuffer& src, size_t src_slot, KvBuffer& dst, size_t dst_slot, size_t n) override;
+  void read(const Tensor& src, std::span<float> dst) override;
+  void argmax_rows(const Tensor& src, std::span<int32_t> ids) override;
+  void kv_read(const KvBuffer& src, size_t slot0, size_t n, std::span<float> k, std::span<float> v,
+               std::span<int32_t> positions) override;
+  void sync() override {}
+
+  MatmulMode batched_matmul() const { return batched_matmul_; }
+  // Whether a batch of n tokens goes through dequantize + sgemm (and batched attention).
+  bool use_sgemm(size_t n) const {
+    if (n <= 1 || batched_matmul_ == MatmulMode::kQuantizedActivations) return false;
+    return batched_matmul_ == MatmulMode::kSgemm || n >= kMinSgemmTokens;
+  }
+  ThreadPool& pool() { return pool_; }
+
+ private:
+  // The f32 rows of a tensor in this backend's memory.
+  static float* f32(const Tensor& t);
+  // matmul: this weight's path for n tokens; the quantized and sgemm paths (cpu_matmul.cpp).
+  bool sgemm_matmul(const Tensor& w, size_t n) const;
+  void matmul_quantized(std::span<const MatmulOut> outs, const Tensor& x);
+  void matmul_sgemm(const Tensor& w, const float* x, size_t n, float* y);
+  // attention (cpu_attention.cpp): per-head views of the KV slots (quantized storage decoded into
+  // scratch), then the batched (sgemm) or per-token path.
+  void kv_slots(const AttentionArgs& args);
+  void attention_batched(const float* q, const AttentionArgs& args, float* out);
+  void attention_per_token(const float* q, const AttentionArgs& args, float* out);
+  // Per-thread f32 scratch of at least n floats (attention scores, RoPE cache).
+  void reserve_thread_f32(size_t n);
+
+  // Scratch of the ops, reused across calls (one op runs at a time).
+  struct Scratch {
+    std::vector<ActivationBuffer> acts;             // matmul: converted activations [n]
+    std::vector<float> tile;                        // sgemm path: dequantized weight rows
+    std::vector<std::vector<float>> thread_scores;  // per thread: batched attention [n][n_slots]
+    std::vector<std::vector<float>> thread_f32;     // per thread: attention scores, RoPE cache
+    std::vector<KvSlots> kv_views;                  // attention: one view per KV head
+    std::vector<float> kv_dequant;                  // attention: quantized KV decoded to f32
+    std::vector<float> gather;                      // kv_store: one row of a group's heads
+  };
+
+  BackendInfo info_;
+  bool pack_weights_;
+  MatmulMode batched_matmul_;
+  ThreadPool pool_;
+  Scratch s_;
+  CpuByteCounter allocated_;
+};
+
+// The factory behind open_backend("cpu"). Errors: "bad_param" (threads < 1, an unknown
+// weight_layout or batched_matmul, naming it).
+Result<std::unique_ptr<Backend>> open_cpu_backend(const BackendOptions& options);
+
+}  // namespace kakeya::engine

@@ -1,0 +1,94 @@
+#include "engine/cpu/cpu_features.h"
+
+#include <cstring>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+namespace kakeya::engine {
+
+namespace {
+
+#if defined(__x86_64__) || defined(__i386__)
+uint64_t read_xcr0() {
+  uint32_t eax = 0, edx = 0;
+  __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+  return (static_cast<uint64_t>(edx) << 32) | eax;
+}
+#endif
+
+CpuFeatures detect() {
+  CpuFeatures f;
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(0, &a, &b, &c, &d) == 0) return f;
+  const unsigned max_leaf = a;
+  __cpuid(1, a, b, c, d);
+  const bool osxsave = (c & (1u << 27)) != 0;
+  const bool cpu_avx = (c & (1u << 28)) != 0;
+  const bool cpu_fma = (c & (1u << 12)) != 0;
+  const bool cpu_f16c = (c & (1u << 29)) != 0;
+  bool ymm_ok = false, zmm_ok = false;
+  if (osxsave) {
+    const uint64_t xcr0 = read_xcr0();
+    ymm_ok = (xcr0 & 0x6) == 0x6;      // XMM + YMM state
+    zmm_ok = (xcr0 & 0xE6) == 0xE6;    // + opmask, ZMM_Hi256, Hi16_ZMM
+  }
+  f.avx = cpu_avx && ymm_ok;
+  f.fma = cpu_fma && f.avx;
+  f.f16c = cpu_f16c && f.avx;
+  if (max_leaf >= 7) {
+    __cpuid_count(7, 0, a, b, c, d);
+    f.avx2 = f.avx && (b & (1u << 5)) != 0;
+    f.avx512f = zmm_ok && (b & (1u << 16)) != 0;
+    f.avx512bw = f.avx512f && (b & (1u << 30)) != 0;
+    f.avx512vl = f.avx512f && (b & (1u << 31)) != 0;
+    f.avx512vnni = f.avx512f && (c & (1u << 11)) != 0;
+  }
+  // Brand string: leaves 0x80000002..4, 16 bytes each, NUL-padded.
+  if (__get_cpuid(0x80000000, &a, &b, &c, &d) != 0 && a >= 0x80000004) {
+    char brand[49] = {};
+    for (unsigned leaf = 0; leaf < 3; ++leaf) {
+      __cpuid(0x80000002 + leaf, a, b, c, d);
+      const unsigned regs[4] = {a, b, c, d};
+      std::memcpy(brand + 16 * leaf, regs, 16);
+    }
+    f.brand = brand;
+    const auto first = f.brand.find_first_not_of(' ');
+    const auto last = f.brand.find_last_not_of(' ');
+    f.brand = first == std::string::npos ? "" : f.brand.substr(first, last - first + 1);
+  }
+#elif defined(__aarch64__) || defined(__ARM_NEON)
+  f.neon = true;  // Advanced SIMD is mandatory on AArch64.
+#endif
+  return f;
+}
+
+}  // namespace
+
+std::string CpuFeatures::to_string() const {
+  std::string s;
+  auto add = [&s](bool on, const char* name) {
+    if (!on) return;
+    if (!s.empty()) s += ' ';
+    s += name;
+  };
+  add(avx, "avx");
+  add(avx2, "avx2");
+  add(fma, "fma");
+  add(f16c, "f16c");
+  add(avx512f, "avx512f");
+  add(avx512bw, "avx512bw");
+  add(avx512vl, "avx512vl");
+  add(avx512vnni, "avx512vnni");
+  add(neon, "neon");
+  return s;
+}
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures features = detect();
+  return features;
+}
+
+}  // namespace kakeya::engine

@@ -1,0 +1,34 @@
+#pragma once
+// Run-time CPU feature detection (cpuid + xgetbv on x86-64; compile-time on AArch64).
+// Detected once, on first use, and cached; thread-safe.
+
+#include <string>
+
+namespace kakeya::engine {
+
+struct CpuFeatures {
+  bool avx = false;
+  bool avx2 = false;
+  bool fma = false;
+  bool f16c = false;
+  bool avx512f = false;
+  bool avx512bw = false;
+  bool avx512vl = false;
+  bool avx512vnni = false;
+  bool neon = false;
+  std::string brand;  // the CPU's brand string (cpuid 0x80000002..4), "" where there is none
+
+  // True when the *_avx2.cpp kernels may run: AVX2 + FMA + F16C with OS-enabled YMM state.
+  bool can_run_avx2() const { return avx2 && fma && f16c; }
+  // True when the *_avx512.cpp kernels may run: the AVX2 set plus AVX-512 F/BW/VL/VNNI with
+  // OS-enabled ZMM state.
+  bool can_run_avx512() const { return can_run_avx2() && avx512f && avx512bw && avx512vl && avx512vnni; }
+
+  // Space-separated list of the features present, e.g. "avx avx2 fma f16c".
+  std::string to_string() const;
+};
+
+// The features of the CPU this process runs on (cached after the first call).
+const CpuFeatures& cpu_features();
+
+}  // namespace kakeya::engine

@@ -1,0 +1,152 @@
+#pragma once
+// Tensor-type kernels: dequantization, activation conversion and dot products for the GGML
+// types in ggml_types.h. Semantics follow ggml-cpu (ggml-quants.c / ggml-cpu-quants.c at
+// llama.cpp b4748), so results match llama.cpp's reference logits (see
+// tests/data/reference/README.md, "Observed tolerances" 2):
+//   weight type   activation format ("vec_dot_type")
+//   F32           f32
+//   F16           f16   (round to nearest even)
+//   BF16          bf16  (round to nearest even)
+//   Q8_0, Q4_0    Q8_0  (blocks of 32: d = amax/127 stored as fp16, q = round_half_even(x*127/amax))
+//   Q4_K, Q6_K    Q8_K  (blocks of 256: iscale = -127/max where max is the signed value of largest |x|,
+//                        q = min(127, round_half_even(iscale*x)), d = 1/iscale as f32, bsums per 16)
+// Integer parts of quantized dot products are exact; only the f32 accumulation across blocks
+// differs between the portable and the AVX2 kernels, except for Q4_0, where both round like
+// ggml-cpu's repacked x86 kernels (q4_0_8x8_q8_0, what llama.cpp runs for Q4_0 matrices with a
+// multiple of 8 rows): per row s = fma(float(block int sum), fp16(w.d)·fp16(a.d), s) over the
+// blocks in order, so the two kernel sets are bit-identical for Q4_0.
+//
+// The public functions dispatch at run time (once, from cpu_features()) to the best kernel set the
+// CPU can run (active_kernel_isa()): AVX-512 (F/BW/VL/VNNI: the AVX2 set with 512-bit packed
+// mat-vec kernels), else AVX2 (AVX2+FMA+F16C), else portable. No function allocates except
+// quantize_activations when `out.bytes` must grow. The kernel sets' shared internals (packed
+// layout offsets, the portable activation quantizers) are private: engine/cpu/quant_internal.h.
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "engine/ggml_types.h"
+
+namespace kakeya::engine {
+
+// Block layouts (standard GGML/GGUF, little-endian).
+inline constexpr int kQK4_0 = 32;
+inline constexpr int kQK8_0 = 32;
+inline constexpr int kQK_K = 256;
+struct BlockQ4_0 { uint16_t d; uint8_t qs[16]; };                 // value = ((q & 15) - 8) * d; low nibbles 0..15
+struct BlockQ8_0 { uint16_t d; int8_t qs[32]; };                  // value = q * d
+struct BlockQ4_K { uint16_t d; uint16_t dmin; uint8_t scales[12]; uint8_t qs[128]; };
+struct BlockQ6_K { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t d; };
+struct BlockQ8_K { float d; int8_t qs[256]; int16_t bsums[16]; };  // activations only
+static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_K) == 144 &&
+              sizeof(BlockQ6_K) == 210 && sizeof(BlockQ8_K) == 292);
+
+// Returns v rounded to f32 at this point: stops the compiler from fusing a*b+c into an FMA (GCC
+// contracts even across statements in C++ when FMA is available), so kernels round exactly like
+// ggml's reference C. A no-op where the target has no FMA.
+inline float round_f32(float v) {
+#if defined(__FP_FAST_FMAF) && defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  __asm__("" : "+x"(v));
+#elif defined(__FP_FAST_FMAF) && defined(__GNUC__) && defined(__aarch64__)
+  __asm__("" : "+w"(v));
+#endif
+  return v;
+}
+
+// Q4_K: 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes (ggml get_scale_min_k4).
+inline void q4k_scale_min(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *sc = static_cast<uint8_t>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+    *m = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+
+// dst[0..n) = the f32 values of one row of `type` (bit-identical to ggml's to_float).
+// REQUIRES: n % ggml_block_size(type) == 0.
+void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n);
+
+// Activations converted for a matmul against weights of `weight_type`.
+struct ActivationBuffer {
+  GgmlType vec_dot_type = GgmlType::F32;  // F32, F16, BF16, Q8_0 or Q8_K: the layout of `bytes`
+  std::vector<uint8_t> bytes;
+  int64_t n = 0;                          // elements
+  // Q8_0 only: Σ qs of each block, computed once here for the packed kernels' offset terms
+  // (every row range of every matrix the activations meet reuses it).
+  std::vector<int32_t> block_sums;
+};
+
+// REQUIRES: n % ggml_block_size(weight_type) == 0. Reuses out.bytes' capacity.
+void quantize_activations(GgmlType weight_type, const float* x, int64_t n, ActivationBuffer& out);
+
+// One row of weight_type (act.n elements) · activations. REQUIRES: act was produced by
+// quantize_activations(weight_type, ...).
+float vec_dot(GgmlType weight_type, const void* row, const ActivationBuffer& act);
+
+// y[r - r0] = row r of W · x for r in [r0, r1). W holds rows of n elements, stride
+// ggml_row_bytes(type, n). REQUIRES: act.n == n and act made for `type`.
+void matvec(GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act,
+            float* y);
+
+// ---- f32 vector helpers for attention ----
+// Σ a[i]·b[i] over n floats, f32 accumulated in lanes (order differs between kernel sets).
+float dot_f32(const float* a, const float* b, int64_t n);
+// y[i] += alpha·x[i] for i in [0, n).
+void axpy_f32(float alpha, const float* x, float* y, int64_t n);
+
+// ---- Row-interleaved ("packed") Q4_0 / Q8_0 matrices for the decode kernels ----
+// A matrix of n_out rows is stored as ceil(n_out / kPackRows) groups of kPackRows rows (the last
+// group padded with zero rows). Group g, of nb = n / 32 blocks, is ceil(nb / 2) pairs of blocks,
+// one after the other; a pair of blocks b, b + 1 is
+//   scales: [2][kPackRows] fp16   (64 bytes; block b of row g·16 + i at scales[b % 2][i])
+//   quants: [2][C][kPackRows][4]  (C = 4 for Q4_0, 8 for Q8_0: chunk c of a block is its bytes
+//                                  4c..4c+3; for Q4_0 those hold elements 4c..4c+3 in the low
+//                                  nibbles and 16+4c..16+4c+3 in the high ones)
+// (an odd nb leaves the last pair's second block as zero padding). So one 64-byte load holds the
+// same 4 bytes of 16 rows, and a 4-byte activation broadcast against it yields 16 row sums at
+// once without horizontal reductions (the layout idea of ggml-cpu's repacked q4_0_8x8 kernels,
+// with 16 rows for 512-bit registers), and a group is ONE sequential stream of 64-byte aligned
+// lines (scales beside their quants: a separate scales stream halved the rate from memory).
+// The packed kernels compute each row exactly like the row-major ones: bit-identical to the
+// portable kernels (Q4_0: one fma chain per row; Q8_0: exact block sums, s += sumi·(dw·da)
+// without fusion).
+inline constexpr int64_t kPackRows = 16;
+// True for the types with a packed layout (Q4_0, Q8_0) when n is a whole number of blocks.
+bool packable(GgmlType type, int64_t n);
+// Bytes of the packed form of an [n_out][n] matrix. REQUIRES: packable(type, n).
+size_t packed_bytes(GgmlType type, int64_t n, int64_t n_out);
+// Writes the packed form of the row-major matrix w ([n_out][n], stride ggml_row_bytes) to out
+// (packed_bytes long). REQUIRES: packable(type, n).
+void pack_rows(GgmlType type, const void* w, int64_t n, int64_t n_out, uint8_t* out);
+// Copies row r of a packed matrix back to its row-major blocks (ggml_row_bytes(type, n) bytes).
+void unpack_row(GgmlType type, const uint8_t* packed, int64_t n, int64_t r, void* row);
+// dequantize_row for row r of a packed matrix (bit-identical to dequantizing the original row).
+void dequantize_packed_row(GgmlType type, const uint8_t* packed, int64_t n, int64_t r, float* dst);
+// matvec over a packed matrix: y[r - r0] = row r · x for r in [r0, r1). Any r0 < r1 <= n_out
+// works; ranges starting on a group boundary (r0 % kPackRows == 0) waste no work.
+void matvec_packed(GgmlType type, const uint8_t* packed, int64_t n, int64_t r0, int64_t r1,
+                   const ActivationBuffer& act, float* y);
+
+// ---- Explicit kernel sets (for tests, benches and the dispatcher) ----
+// Avx512 = the Avx2 set with 512-bit VNNI packed mat-vec kernels (AVX-512 F/BW/VL/VNNI).
+enum class KernelIsa { Portable, Avx2, Avx512 };
+const char* kernel_isa_name(KernelIsa isa);  // "portable", "avx2", "avx512"
+KernelIsa active_kernel_isa();                // what the public functions use (the best available)
+bool kernel_isa_available(KernelIsa isa);     // Portable always; the others when the CPU can run them
+
+struct QuantKernels {
+  void (*dequantize_row)(GgmlType, const void*, float*, int64_t);
+  void (*quantize_activations)(GgmlType, const float*, int64_t, ActivationBuffer&);
+  float (*vec_dot)(GgmlType, const void*, const ActivationBuffer&);
+  void (*matvec)(GgmlType, const void*, int64_t, int64_t, int64_t, const ActivationBuffer&, float*);
+  void (*matvec_packed)(GgmlType, const uint8_t*, int64_t, int64_t, int64_t, const ActivationBuffer&, float*);
+  float (*dot_f32)(const float*, const float*, int64_t);
+  void (*axpy_f32)(float, const float*, float*, int64_t);
+};
+// REQUIRES: kernel_isa_available(isa).
+const QuantKernels& quant_kernels(KernelIsa isa);
+
+}  // namespace kakeya::engine

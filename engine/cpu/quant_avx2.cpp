@@ -1,0 +1,613 @@
+// AVX2 + FMA + F16C kernels (this file is compiled with -mavx2 -mfma -mf16c; it is only entered
+// through detail::avx2_kernels() after cpu_features().can_run_avx2()).
+//
+// Agreement with the portable kernels:
+//   Q4_K, Q6_K: bit-identical (exact integer super-block sums, the same scalar f32 combination).
+//   Q4_0: bit-identical (one fma chain per row, ggml's repacked x86 Q4_0 rounding).
+//   Q8_0, F32, F16, BF16: same products, f32 accumulated in 8 lanes (as ggml's AVX2 path),
+//   so results differ from the portable order only by float rounding.
+//   Activation conversion and dequantization: bit-identical.
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "engine/cpu/quant.h"
+#include "engine/cpu/quant_internal.h"
+
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+
+namespace kakeya::engine {
+
+namespace {
+
+inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
+
+inline float hsum_ps(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline int32_t hsum_epi32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+  return _mm_cvtsi128_si32(s);
+}
+
+// 32 signed int8 pairs -> 8 int32 lane sums (exact; |x| <= 128, |y| <= 127).
+inline __m256i dot_i8_i32(__m256i x, __m256i y) {
+  const __m256i ax = _mm256_sign_epi8(x, x);
+  const __m256i sy = _mm256_sign_epi8(y, x);
+  const __m256i p16 = _mm256_maddubs_epi16(ax, sy);
+  return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+}
+
+// ---- f32 / f16 / bf16 ----
+
+inline __m256 load_bf16(const uint16_t* p) {
+  const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+inline __m256 load_f16(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+inline __m256 load_f32(const float* p) { return _mm256_loadu_ps(p); }
+
+template <typename T, __m256 (*Load)(const T*), float (*Scalar)(T)>
+float dot_dense(const T* w, const T* a, int64_t n) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(),
+         acc3 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    acc0 = _mm256_fmadd_ps(Load(w + i), Load(a + i), acc0);
+    acc1 = _mm256_fmadd_ps(Load(w + i + 8), Load(a + i + 8), acc1);
+    acc2 = _mm256_fmadd_ps(Load(w + i + 16), Load(a + i + 16), acc2);
+    acc3 = _mm256_fmadd_ps(Load(w + i + 24), Load(a + i + 24), acc3);
+  }
+  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(Load(w + i), Load(a + i), acc0);
+  float s = hsum_ps(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
+  for (; i < n; ++i) s += Scalar(w[i]) * Scalar(a[i]);
+  return s;
+}
+
+inline float id_f32(float x) { return x; }
+inline float bf16_scalar(uint16_t h) { return bf16_to_fp32(h); }
+
+// ---- Q8_0 / Q4_0 against Q8_0 activations ----
+
+float dot_q8_0(const BlockQ8_0* x, const BlockQ8_0* y, int64_t nb) {
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs));
+    const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
+    const __m256 d = _mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d));
+    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_i32(qx, qy)), acc);
+  }
+  return hsum_ps(acc);
+}
+
+// Q4_0: one fused multiply-add chain per output row over blocks, s = fma(sumi_b, dw·da, s), as
+// ggml-cpu's repacked x86 Q4_0 kernels (q4_0_8x8_q8_0 gemv/gemm) round; see quant.cpp.
+// The 8 int32 lanes of one block's exact integer dot product.
+inline __m256i q4_0_block_lanes(const BlockQ4_0& x, __m256i qy) {
+  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qs));
+  // low lane: low nibbles (elements 0..15); high lane: high nibbles (16..31).
+  const __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
+  const __m256i qx = _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(0x0F)), _mm256_set1_epi8(8));
+  return dot_i8_i32(qx, qy);
+}
+
+float dot_q4_0(const BlockQ4_0* x, const BlockQ8_0* y, int64_t nb) {
+  __m128 s = _mm_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs));
+    const float sumi = static_cast<float>(hsum_epi32(q4_0_block_lanes(x[i], qy)));
+    s = _mm_fmadd_ss(_mm_set_ss(sumi), _mm_set_ss(h2f(x[i].d) * h2f(y[i].d)), s);
+  }
+  return _mm_cvtss_f32(s);
+}
+
+// Rows [r0, r1) of a Q4_0 matrix, eight rows at a time, each output lane its own row's fma chain
+// (bit-identical to dot_q4_0 row by row). Per block, rows k and k+4 share one 256-bit vector
+// (low half row k, high half row k+4) against the activation halves broadcast to both halves,
+// and the exact integer sums are reduced in int16: with unsigned nibbles (0..15) a sum of 16
+// products is at most 16·15·128 = 30720. The 8·Σqy correction for the nibble offset is the same
+// for every row (8 · act.block_sums[b]) and subtracted after the reduction.
+
+void rows_q4_0(const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act, float* y) {
+  const int64_t nb = n / 32;
+  const size_t stride = ggml_row_bytes(GgmlType::Q4_0, n);
+  const auto* base = static_cast<const uint8_t*>(w);
+  const auto* a = reinterpret_cast<const BlockQ8_0*>(act.bytes.data());
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i ones16 = _mm256_set1_epi16(1);
+  for (int64_t r = r0; r < r1; r += 8) {
+    // A last group of fewer than 8 rows repeats its last row in the spare lanes (not stored).
+    const int64_t live = std::min<int64_t>(8, r1 - r);
+    const __m256i store_mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int32_t>(live)),
+                                                  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const BlockQ4_0* x[8];
+    for (int k = 0; k < 8; ++k) {
+      const int64_t row = r + std::min<int64_t>(k, live - 1);
+      x[k] = reinterpret_cast<const BlockQ4_0*>(base + static_cast<size_t>(row) * stride);
+    }
+    __m256 acc = _mm256_setzero_ps();
+    // Rows are only ~1 KiB long, too short for the hardware prefetcher to get ahead of eight
+    // interleaved row streams: prefetch the next group, spread over this loop
+    // (8 rows of 18 bytes per block; three prefetches at most 64 bytes apart touch every line).
+    // A prefetch never faults, so the rows past r1, or past the matrix, need no bounds check;
+    // the ones past r1 are usually the caller's next tile or another thread's range.
+    const uint8_t* pf = base + static_cast<size_t>(r + 8) * stride;
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* p = pf + static_cast<size_t>(b) * (8 * sizeof(BlockQ4_0));
+      _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + 64), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + 128), _MM_HINT_T0);
+      const auto* qy = reinterpret_cast<const __m128i*>(a[b].qs);
+      const __m256i qlo = _mm256_broadcastsi128_si256(_mm_loadu_si128(qy));
+      const __m256i qhi = _mm256_broadcastsi128_si256(_mm_loadu_si128(qy + 1));
+      // int16 lanes, each the sum of 4 nibble·qy products, of rows k (low half) and k + 4 (high half)
+      auto pair = [&](int k) {
+        const __m256i packed = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(x[k + 4][b].qs),
+                                                   reinterpret_cast<const __m128i*>(x[k][b].qs));
+        const __m256i lo = _mm256_and_si256(packed, low4);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
+        return _mm256_add_epi16(_mm256_maddubs_epi16(lo, qlo), _mm256_maddubs_epi16(hi, qhi));
+      };
+      // int16 pairs per row (rows 0..3 in the low half, 4..7 in the high half) -> int32 rows 0..7
+      const __m256i t = _mm256_hadd_epi16(_mm256_hadd_epi16(pair(0), pair(1)), _mm256_hadd_epi16(pair(2), pair(3)));
+      const __m256i sumi =
+          _mm256_sub_epi32(_mm256_madd_epi16(t, ones16), _mm256_set1_epi32(8 * act.block_sums[static_cast<size_t>(b)]));
+      const __m256 dw = _mm256_cvtph_ps(_mm_setr_epi16(
+          static_cast<short>(x[0][b].d), static_cast<short>(x[1][b].d), static_cast<short>(x[2][b].d),
+          static_cast<short>(x[3][b].d), static_cast<short>(x[4][b].d), static_cast<short>(x[5][b].d),
+          static_cast<short>(x[6][b].d), static_cast<short>(x[7][b].d)));
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_mul_ps(dw, _mm256_set1_ps(h2f(a[b].d))), acc);
+    }
+    _mm256_maskstore_ps(y + (r - r0), store_mask, acc);
+  }
+}
+
+// Rows [r0, r1) of a Q8_0 matrix, four rows at a time: the activation block and its scale are
+// loaded once for the four rows, and each row keeps dot_q8_0's own 8-lane accumulator and
+// operation order, so the result is bit-identical to dot_q8_0 row by row.
+void rows_q8_0(const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act, float* y) {
+  const int64_t nb = n / 32;
+  const size_t stride = ggml_row_bytes(GgmlType::Q8_0, n);
+  const auto* base = static_cast<const uint8_t*>(w);
+  const auto* a = reinterpret_cast<const BlockQ8_0*>(act.bytes.data());
+  for (int64_t r = r0; r < r1; r += 4) {
+    // A last group of fewer than 4 rows repeats its last row in the spare slots (not stored).
+    const int64_t live = std::min<int64_t>(4, r1 - r);
+    const BlockQ8_0* x[4];
+    for (int k = 0; k < 4; ++k) {
+      const int64_t row = r + std::min<int64_t>(k, live - 1);
+      x[k] = reinterpret_cast<const BlockQ8_0*>(base + static_cast<size_t>(row) * stride);
+    }
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    // Prefetch the next group spread over this loop, as in rows_q4_0 (4 rows of 34 bytes per block).
+    const uint8_t* pf = base + static_cast<size_t>(r + 4) * stride;
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* p = pf + static_cast<size_t>(b) * (4 * sizeof(BlockQ8_0));
+      _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + 64), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + 128), _MM_HINT_T0);
+      const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs));
+      const float da = h2f(a[b].d);
+      for (int k = 0; k < 4; ++k) {
+        const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[k][b].qs));
+        const __m256 d = _mm256_set1_ps(h2f(x[k][b].d) * da);
+        acc[k] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_i32(qx, qy)), acc[k]);
+      }
+    }
+    for (int k = 0; k < live; ++k) y[r - r0 + k] = hsum_ps(acc[k]);
+  }
+}
+
+// ---- Packed (row-interleaved) Q4_0 / Q8_0 matrices (layout in quant.h) ----
+
+inline int32_t load_i32(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// Stores the lanes of the 8 rows starting at row0 that fall in [r0, r1) to y[row - r0].
+inline void store_rows8(__m256 v, int64_t row0, int64_t r0, int64_t r1, float* y) {
+  if (row0 >= r0 && row0 + 8 <= r1) {
+    _mm256_storeu_ps(y + (row0 - r0), v);
+    return;
+  }
+  alignas(32) float tmp[8];
+  _mm256_store_ps(tmp, v);
+  for (int64_t r = std::max(r0, row0); r < std::min(r1, row0 + 8); ++r) y[r - r0] = tmp[r - row0];
+}
+
+// Prefetch distance of the packed kernels (see quant_avx512.cpp).
+constexpr size_t kPackedPrefetchBytes = 16384;
+
+// Eight rows (half of a 16-row group) per pass; for each of the 4 chunks of a block, one 32-byte
+// load holds 4 bytes of each of the 8 rows: maddubs against the broadcast activation bytes gives
+// int16 pair sums per row, summed over the chunks (at most 8·2·15·128 = 30720, no overflow), and
+// one madd makes the exact int32 block sum of each row. Per row then s = fma(sumi, dw·da, s),
+// the same chain as dot_q4_0.
+void packed_q4_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act,
+                 float* y) {
+  const int64_t nb = n / 32;
+  const size_t gbytes = detail::packed_group_bytes(GgmlType::Q4_0, n);
+  const auto* a = reinterpret_cast<const BlockQ8_0*>(act.bytes.data());
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i ones16 = _mm256_set1_epi16(1);
+  for (int64_t g = r0 / kPackRows; g * kPackRows < r1; ++g) {
+    const uint8_t* group = packed + static_cast<size_t>(g) * gbytes;
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};  // rows 0..7, 8..15 of the group
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* q = group + detail::packed_quants_offset(GgmlType::Q4_0, b);
+      const auto* scales = reinterpret_cast<const uint16_t*>(group + detail::packed_scales_offset(GgmlType::Q4_0, b));
+      for (int c = 0; c < 4; ++c) _mm_prefetch(reinterpret_cast<const char*>(q + kPackedPrefetchBytes + 64 * c), _MM_HINT_T0);
+      if (b % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(q + kPackedPrefetchBytes + 256), _MM_HINT_T0);
+      const int8_t* qy = a[b].qs;
+      __m256i s16[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+      for (int c = 0; c < 4; ++c) {
+        const __m256i ylo = _mm256_set1_epi32(load_i32(qy + 4 * c));
+        const __m256i yhi = _mm256_set1_epi32(load_i32(qy + 16 + 4 * c));
+        for (int h = 0; h < 2; ++h) {
+          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * c + 32 * h));
+          s16[h] = _mm256_add_epi16(s16[h], _mm256_maddubs_epi16(_mm256_and_si256(v, low4), ylo));
+          s16[h] = _mm256_add_epi16(s16[h], _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), low4), yhi));
+        }
+      }
+      const __m256 da = _mm256_set1_ps(h2f(a[b].d));
+      const __m256i corr = _mm256_set1_epi32(8 * act.block_sums[static_cast<size_t>(b)]);  // nibbles stored unsigned
+      for (int h = 0; h < 2; ++h) {
+        const __m256i sumi = _mm256_sub_epi32(_mm256_madd_epi16(s16[h], ones16), corr);
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 8 * h)));
+        acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_mul_ps(dw, da), acc[h]);
+      }
+    }
+    store_rows8(acc[0], g * kPackRows, r0, r1, y);
+    store_rows8(acc[1], g * kPackRows + 8, r0, r1, y);
+  }
+}
+
+// Returns v unchanged, but keeps the compiler from fusing the multiply that produced it with a
+// later add (the portable Q8_0 kernel rounds the product before adding it).
+inline __m256 keep_rounded(__m256 v) {
+  __asm__("" : "+x"(v));
+  return v;
+}
+
+// Eight rows per pass as in packed_q4_0; signed weights use the sign trick of dot_i8_i32, so
+// pair sums (at most 2·128·127) are widened to int32 per chunk. Per row s += sumi·(dw·da),
+// multiply and add rounded separately: bit-identical to the portable dot_q8_0.
+void packed_q8_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act,
+                 float* y) {
+  const int64_t nb = n / 32;
+  const size_t gbytes = detail::packed_group_bytes(GgmlType::Q8_0, n);
+  const auto* a = reinterpret_cast<const BlockQ8_0*>(act.bytes.data());
+  const __m256i ones16 = _mm256_set1_epi16(1);
+  for (int64_t g = r0 / kPackRows; g * kPackRows < r1; ++g) {
+    const uint8_t* group = packed + static_cast<size_t>(g) * gbytes;
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* q = group + detail::packed_quants_offset(GgmlType::Q8_0, b);
+      const auto* scales = reinterpret_cast<const uint16_t*>(group + detail::packed_scales_offset(GgmlType::Q8_0, b));
+      for (int c = 0; c < 8; ++c) _mm_prefetch(reinterpret_cast<const char*>(q + kPackedPrefetchBytes + 64 * c), _MM_HINT_T0);
+      if (b % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(q + kPackedPrefetchBytes + 512), _MM_HINT_T0);
+      const int8_t* qy = a[b].qs;
+      __m256i sumi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+      for (int c = 0; c < 8; ++c) {
+        const __m256i yb = _mm256_set1_epi32(load_i32(qy + 4 * c));
+        for (int h = 0; h < 2; ++h) {
+          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * c + 32 * h));
+          const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(yb, v));
+          sumi[h] = _mm256_add_epi32(sumi[h], _mm256_madd_epi16(p16, ones16));
+        }
+      }
+      const __m256 da = _mm256_set1_ps(h2f(a[b].d));
+      for (int h = 0; h < 2; ++h) {
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 8 * h)));
+        const __m256 p = keep_rounded(_mm256_mul_ps(_mm256_cvtepi32_ps(sumi[h]), _mm256_mul_ps(dw, da)));
+        acc[h] = _mm256_add_ps(acc[h], p);
+      }
+    }
+    store_rows8(acc[0], g * kPackRows, r0, r1, y);
+    store_rows8(acc[1], g * kPackRows + 8, r0, r1, y);
+  }
+}
+
+void avx2_matvec_packed(GgmlType type, const uint8_t* packed, int64_t n, int64_t r0, int64_t r1,
+                        const ActivationBuffer& act, float* y) {
+  if (type == GgmlType::Q4_0) return packed_q4_0(packed, n, r0, r1, act, y);
+  packed_q8_0(packed, n, r0, r1, act, y);
+}
+
+// ---- K-quants against Q8_K activations (bit-identical to the portable kernels) ----
+
+// Unpacks the 12 Q4_K scale bytes into 8 scales (sc) and 8 mins (mn), all 6-bit: the same
+// mapping as q4k_scale_min, done on 32-bit words.
+inline void q4k_unpack_scales(const uint8_t* packed, uint8_t sc[8], uint8_t mn[8]) {
+  constexpr uint32_t k6 = 0x3F3F3F3Fu, k4 = 0x0F0F0F0Fu, k2 = 0x03030303u;
+  uint32_t w[3];
+  std::memcpy(w, packed, 12);
+  const uint32_t s_lo = w[0] & k6;                                   // scales 0..3
+  const uint32_t m_lo = w[1] & k6;                                   // mins 0..3
+  const uint32_t s_hi = (w[2] & k4) | (((w[0] >> 6) & k2) << 4);     // scales 4..7
+  const uint32_t m_hi = ((w[2] >> 4) & k4) | (((w[1] >> 6) & k2) << 4);  // mins 4..7
+  std::memcpy(sc, &s_lo, 4);
+  std::memcpy(sc + 4, &s_hi, 4);
+  std::memcpy(mn, &m_lo, 4);
+  std::memcpy(mn + 4, &m_hi, 4);
+}
+
+float dot_q4_k(const BlockQ4_K* x, const BlockQ8_K* y, int64_t nb) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  float s = 0;
+  for (int64_t i = 0; i < nb; ++i) {
+    alignas(8) uint8_t sc[8], mn[8];
+    q4k_unpack_scales(x[i].scales, sc, mn);
+    // sum_m = sum_j min_j * (sum of the 32 activations of sub-block j), from the 16 bsums.
+    const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums));
+    const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
+    const __m128i mins16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(mn)));
+    __m128i pm = _mm_madd_epi16(mins16, q8s);
+    pm = _mm_add_epi32(pm, _mm_unpackhi_epi64(pm, pm));
+    pm = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, 0xB1));
+    const int32_t sum_m = _mm_cvtsi128_si32(pm);
+    __m256i sumi = _mm256_setzero_si256();
+    const uint8_t* q4 = x[i].qs;
+    const int8_t* q8 = y[i].qs;
+    for (int j = 0; j < 4; ++j) {
+      const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q4 + 32 * j));
+      const __m256i lo = _mm256_and_si256(bits, low4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), low4);
+      const __m256i q8l = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q8 + 64 * j));
+      const __m256i q8h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q8 + 64 * j + 32));
+      const __m256i pl = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, q8l), _mm256_set1_epi16(sc[2 * j]));
+      const __m256i ph = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, q8h), _mm256_set1_epi16(sc[2 * j + 1]));
+      sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(pl, ph));
+    }
+    const int32_t sum_q = hsum_epi32(sumi);
+    const float d = h2f(x[i].d) * y[i].d;
+    const float dmin = h2f(x[i].dmin) * y[i].d;
+    s += round_f32(d * static_cast<float>(sum_q)) - round_f32(dmin * static_cast<float>(sum_m));
+  }
+  return s;
+}
+
+inline __m256i scale_pair(const int8_t* sc) {
+  return _mm256_set_m128i(_mm_set1_epi16(sc[1]), _mm_set1_epi16(sc[0]));
+}
+
+float dot_q6_k(const BlockQ6_K* x, const BlockQ8_K* y, int64_t nb) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i low2 = _mm256_set1_epi8(0x03);
+  const __m256i m32 = _mm256_set1_epi8(32);
+  float s = 0;
+  for (int64_t i = 0; i < nb; ++i) {
+    __m256i sumi = _mm256_setzero_si256();
+    for (int half = 0; half < 2; ++half) {
+      const uint8_t* ql = x[i].ql + 64 * half;
+      const uint8_t* qh = x[i].qh + 32 * half;
+      const int8_t* q8 = y[i].qs + 128 * half;
+      const int8_t* sc = x[i].scales + 8 * half;
+      const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
+      const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
+      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh));
+      __m256i q[4];
+      q[0] = _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_slli_epi16(_mm256_and_si256(h, low2), 4));
+      q[1] = _mm256_or_si256(_mm256_and_si256(l1, low4),
+                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), low2), 4));
+      q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4),
+                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), low2), 4));
+      q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
+                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), low2), 4));
+      for (int g = 0; g < 4; ++g) {
+        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q8 + 32 * g));
+        // (q - 32) · a as int16 pair sums: maddubs(q, a) - maddubs(32, a).
+        const __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(q[g], a), _mm256_maddubs_epi16(m32, a));
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p16, scale_pair(sc + 2 * g)));
+      }
+    }
+    s += round_f32((h2f(x[i].d) * y[i].d) * static_cast<float>(hsum_epi32(sumi)));
+  }
+  return s;
+}
+
+// ---- activations ----
+
+void quantize_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  for (int64_t i = 0; i < n / 32; ++i, x += 32) {
+    __m256 v[4];
+    __m256 amax = _mm256_setzero_ps();
+    for (int k = 0; k < 4; ++k) {
+      v[k] = _mm256_loadu_ps(x + 8 * k);
+      amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[k]));
+    }
+    __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(amax, 1), _mm256_castps256_ps128(amax));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    const float max_abs = _mm_cvtss_f32(m4);
+    y[i].d = fp32_to_fp16(max_abs / 127.f);
+    const __m256 mul = _mm256_set1_ps(max_abs != 0.0f ? 127.f / max_abs : 0.0f);
+    __m256i q[4];
+    for (int k = 0; k < 4; ++k)
+      q[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    // Pack 4×8 int32 -> 32 int8 in element order (packs interleave 128-bit lanes; fix with a permute).
+    const __m256i p01 = _mm256_packs_epi32(q[0], q[1]);
+    const __m256i p23 = _mm256_packs_epi32(q[2], q[3]);
+    const __m256i p = _mm256_packs_epi16(p01, p23);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[i].qs), _mm256_permutevar8x32_epi32(p, order));
+  }
+}
+
+void avx2_quantize_activations(GgmlType weight_type, const float* x, int64_t n, ActivationBuffer& out) {
+  switch (weight_type) {
+    case GgmlType::F16: {
+      out.vec_dot_type = GgmlType::F16;
+      out.n = n;
+      out.bytes.resize(detail::activation_bytes(weight_type, n));
+      auto* d = reinterpret_cast<uint16_t*>(out.bytes.data());
+      int64_t i = 0;
+      for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+      for (; i < n; ++i) d[i] = fp32_to_fp16(x[i]);
+      return;
+    }
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_0:
+      out.vec_dot_type = GgmlType::Q8_0;
+      out.n = n;
+      out.bytes.resize(detail::activation_bytes(weight_type, n));
+      quantize_q8_0(x, reinterpret_cast<BlockQ8_0*>(out.bytes.data()), n);
+      detail::fill_block_sums(out);
+      return;
+    default:
+      detail::portable_kernels().quantize_activations(weight_type, x, n, out);
+      return;
+  }
+}
+
+// ---- f32 helpers for attention ----
+
+float avx2_dot_f32(const float* a, const float* b, int64_t n) {
+  return dot_dense<float, load_f32, id_f32>(a, b, n);
+}
+
+void avx2_axpy_f32(float alpha, const float* x, float* y, int64_t n) {
+  const __m256 va = _mm256_set1_ps(alpha);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  for (; i < n; ++i) y[i] += alpha * x[i];
+}
+
+// ---- dispatch ----
+
+template <GgmlType T>
+inline float row_dot(const void* row, const void* a, int64_t n) {
+  if constexpr (T == GgmlType::F32) {
+    return dot_dense<float, load_f32, id_f32>(static_cast<const float*>(row), static_cast<const float*>(a), n);
+  } else if constexpr (T == GgmlType::F16) {
+    return dot_dense<uint16_t, load_f16, fp16_to_fp32>(static_cast<const uint16_t*>(row),
+                                                       static_cast<const uint16_t*>(a), n);
+  } else if constexpr (T == GgmlType::BF16) {
+    return dot_dense<uint16_t, load_bf16, bf16_scalar>(static_cast<const uint16_t*>(row),
+                                                       static_cast<const uint16_t*>(a), n);
+  } else if constexpr (T == GgmlType::Q8_0) {
+    return dot_q8_0(static_cast<const BlockQ8_0*>(row), static_cast<const BlockQ8_0*>(a), n / 32);
+  } else if constexpr (T == GgmlType::Q4_0) {
+    return dot_q4_0(static_cast<const BlockQ4_0*>(row), static_cast<const BlockQ8_0*>(a), n / 32);
+  } else if constexpr (T == GgmlType::Q4_K) {
+    return dot_q4_k(static_cast<const BlockQ4_K*>(row), static_cast<const BlockQ8_K*>(a), n / 256);
+  } else {
+    return dot_q6_k(static_cast<const BlockQ6_K*>(row), static_cast<const BlockQ8_K*>(a), n / 256);
+  }
+}
+
+constexpr int64_t kPrefetchRows = 2;
+
+template <GgmlType T>
+void rows_dot(const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act, float* y) {
+  const size_t stride = ggml_row_bytes(T, n);
+  const auto* base = static_cast<const uint8_t*>(w);
+  const void* a = act.bytes.data();
+  // Prefetch the row kPrefetchRows ahead while this one is computed (see rows_q4_0).
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint8_t* pf = base + static_cast<size_t>(r + kPrefetchRows) * stride;
+    for (size_t off = 0; off < stride; off += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(pf + off), _MM_HINT_T0);
+    y[r - r0] = row_dot<T>(base + static_cast<size_t>(r) * stride, a, n);
+  }
+}
+
+float avx2_vec_dot(GgmlType type, const void* row, const ActivationBuffer& act) {
+  const void* a = act.bytes.data();
+  switch (type) {
+    case GgmlType::F32: return row_dot<GgmlType::F32>(row, a, act.n);
+    case GgmlType::F16: return row_dot<GgmlType::F16>(row, a, act.n);
+    case GgmlType::BF16: return row_dot<GgmlType::BF16>(row, a, act.n);
+    case GgmlType::Q8_0: return row_dot<GgmlType::Q8_0>(row, a, act.n);
+    case GgmlType::Q4_0: return row_dot<GgmlType::Q4_0>(row, a, act.n);
+    case GgmlType::Q4_K: return row_dot<GgmlType::Q4_K>(row, a, act.n);
+    case GgmlType::Q6_K: return row_dot<GgmlType::Q6_K>(row, a, act.n);
+    case GgmlType::Q8_K: break;
+  }
+  return 0.0f;
+}
+
+void avx2_matvec(GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act,
+                 float* y) {
+  switch (type) {
+    case GgmlType::F32: return rows_dot<GgmlType::F32>(w, n, r0, r1, act, y);
+    case GgmlType::F16: return rows_dot<GgmlType::F16>(w, n, r0, r1, act, y);
+    case GgmlType::BF16: return rows_dot<GgmlType::BF16>(w, n, r0, r1, act, y);
+    case GgmlType::Q8_0: return rows_q8_0(w, n, r0, r1, act, y);
+    case GgmlType::Q4_0: return rows_q4_0(w, n, r0, r1, act, y);
+    case GgmlType::Q4_K: return rows_dot<GgmlType::Q4_K>(w, n, r0, r1, act, y);
+    case GgmlType::Q6_K: return rows_dot<GgmlType::Q6_K>(w, n, r0, r1, act, y);
+    case GgmlType::Q8_K: break;
+  }
+}
+
+// 16 int8 -> 16 floats times d, stored at y (two 8-lane stores).
+inline void store_scaled_i8x16(__m128i q, __m256 d, float* y) {
+  _mm256_storeu_ps(y, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d));
+  _mm256_storeu_ps(y + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q, 8))), d));
+}
+
+void avx2_dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
+  // Q4_0 and Q8_0: each value is one exact int -> f32 conversion and one multiply by d, as in
+  // the portable kernels, so the results are bit-identical.
+  if (type == GgmlType::Q4_0) {
+    const auto* x = static_cast<const BlockQ4_0*>(src);
+    for (int64_t i = 0; i < n / 32; ++i) {
+      const __m256 d = _mm256_set1_ps(h2f(x[i].d));
+      const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].qs));
+      const __m128i lo = _mm_sub_epi8(_mm_and_si128(packed, _mm_set1_epi8(0x0F)), _mm_set1_epi8(8));
+      const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0x0F)), _mm_set1_epi8(8));
+      store_scaled_i8x16(lo, d, dst + i * 32);
+      store_scaled_i8x16(hi, d, dst + i * 32 + 16);
+    }
+    return;
+  }
+  if (type == GgmlType::Q8_0) {
+    const auto* x = static_cast<const BlockQ8_0*>(src);
+    for (int64_t i = 0; i < n / 32; ++i) {
+      const __m256 d = _mm256_set1_ps(h2f(x[i].d));
+      store_scaled_i8x16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].qs)), d, dst + i * 32);
+      store_scaled_i8x16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].qs + 16)), d, dst + i * 32 + 16);
+    }
+    return;
+  }
+  if (type == GgmlType::F16) {
+    const auto* s = static_cast<const uint16_t*>(src);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load_f16(s + i));
+    for (; i < n; ++i) dst[i] = fp16_to_fp32(s[i]);
+    return;
+  }
+  detail::portable_kernels().dequantize_row(type, src, dst, n);
+}
+
+}  // namespace
+
+namespace detail {
+
+const QuantKernels& avx2_kernels() {
+  static const QuantKernels k{avx2_dequantize_row, avx2_quantize_activations, avx2_vec_dot, avx2_matvec,
+                              avx2_matvec_packed, avx2_dot_f32, avx2_axpy_f32};
+  return k;
+}
+
+}  // namespace detail
+
+}  // namespace kakeya::engine

@@ -1,0 +1,147 @@
+#include "engine/cpu/thread_pool.h"
+
+#include <algorithm>
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace kakeya::engine {
+
+namespace {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Spins until done() or until ThreadPool::kSpinMicros have passed; returns done().
+template <typename Done>
+bool spin_until(Done done) {
+  if (done()) return true;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(ThreadPool::kSpinMicros);
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      cpu_relax();
+      if (done()) return true;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return done();
+  }
+}
+
+}  // namespace
+
+ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
+  workers_.reserve(static_cast<size_t>(n_threads_ - 1));
+  for (int t = 1; t < n_threads_; ++t) workers_.emplace_back([this, t] { worker_loop(t); });
+}
+
+ThreadPool::~ThreadPool() {
+  stop_.store(true);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+  }
+  cv_start_.notify_all();
+  for (auto& w : workers_) w.join();
+}
+
+size_t ThreadPool::run_tasks(int thread) {
+  size_t ran = 0;
+  for (;; ++ran) {
+    const size_t task = next_task_.fetch_add(1);
+    if (task >= n_tasks_) return ran;
+    (*job_)(task, thread);
+    if (tasks_done_.fetch_add(1) + 1 == n_tasks_ && main_waiting_.load()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      cv_done_.notify_one();
+    }
+  }
+}
+
+void ThreadPool::worker_loop(int thread) {
+  size_t seen = 0;
+  for (;;) {
+    auto has_job = [&] { return stop_.load() || (open_.load() && generation_.load() != seen); };
+    if (!spin_until(has_job)) {
+      sleepers_.fetch_add(1);
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_start_.wait(lock, has_job);
+      }
+      sleepers_.fetch_sub(1);
+    }
+    if (stop_.load()) return;
+    active_.fetch_add(1);
+    if (open_.load()) {  // still open after announcing: the fields cannot change until we leave
+      seen = generation_.load();
+      run_tasks(thread);  // a job finished by others leaves no task: this returns at once
+    }
+    active_.fetch_sub(1);
+  }
+}
+
+void ThreadPool::parallel_for(size_t n_tasks,
+                              const std::function<void(size_t task, int thread)>& fn) {
+  if (n_tasks == 0) return;
+  if (workers_.empty() || n_tasks == 1 || inline_jobs_left_ > 0) {
+    if (inline_jobs_left_ > 0 && n_tasks > 1) --inline_jobs_left_;
+    for (size_t i = 0; i < n_tasks; ++i) fn(i, 0);
+    return;
+  }
+  // Close the previous job; a worker still inside it has no task left and is only leaving.
+  open_.store(false);
+  while (active_.load() != 0) std::this_thread::yield();
+  job_ = &fn;
+  n_tasks_ = n_tasks;
+  next_task_.store(0);
+  tasks_done_.store(0);
+  generation_.fetch_add(1);
+  open_.store(true);
+  if (sleepers_.load() > 0) {
+    { std::lock_guard<std::mutex> lock(mu_); }
+    cv_start_.notify_all();
+  }
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const size_t ran = run_tasks(0);
+  const auto own_done = Clock::now();
+  auto all_done = [&] { return tasks_done_.load() == n_tasks; };
+  if (!spin_until(all_done)) {
+    main_waiting_.store(true);
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_done_.wait(lock, all_done);
+    }
+    main_waiting_.store(false);
+  }
+  // Straggler check (see the header): a worker still busy long after the caller's own tasks
+  // were done was descheduled, not slow.
+  const auto waited = Clock::now() - own_done;
+  const Clock::duration mean_task = ran > 0 ? (own_done - start) / static_cast<Clock::rep>(ran) : Clock::duration::zero();
+  if (ran > 0 && waited > kStragglerFactor * mean_task + std::chrono::microseconds(kStragglerSlackMicros)) {
+    inline_backoff_ = std::min(kMaxInlineJobs, std::max(kMinInlineJobs, 2 * inline_backoff_));
+    inline_jobs_left_ = inline_backoff_;
+    clean_jobs_ = 0;
+  } else if (++clean_jobs_ >= kCleanJobsToReset) {
+    inline_backoff_ = 0;
+  }
+}
+
+void ThreadPool::parallel_ranges(size_t n, size_t min_chunk,
+                                 const std::function<void(size_t, size_t, int)>& fn) {
+  if (n == 0) return;
+  min_chunk = std::max<size_t>(1, min_chunk);
+  const size_t target = static_cast<size_t>(n_threads_) * kRangesPerThread;
+  size_t chunk = std::max(min_chunk, (n + target - 1) / target);
+  const size_t n_chunks = (n + chunk - 1) / chunk;
+  parallel_for(n_chunks, [&](size_t c, int thread) {
+    const size_t begin = c * chunk;
+    fn(begin, std::min(n, begin + chunk), thread);
+  });
+}
+
+}  // namespace kakeya::engine

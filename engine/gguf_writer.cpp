@@ -1,0 +1,208 @@
+#include "engine/gguf_writer.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+namespace kakeya::engine {
+namespace {
+
+constexpr uint64_t kAlignment = 32;
+
+// ---- little-endian byte buffer ----
+struct Bytes {
+  std::vector<uint8_t> b;
+  template <typename T>
+  void put(T v) {
+    uint8_t tmp[sizeof(T)];
+    std::memcpy(tmp, &v, sizeof(T));  // host is little-endian (x86-64 / AArch64)
+    b.insert(b.end(), tmp, tmp + sizeof(T));
+  }
+  void str(const std::string& s) {
+    put<uint64_t>(s.size());
+    b.insert(b.end(), s.begin(), s.end());
+  }
+};
+
+void put_value(Bytes& out, const GgufValue& v) {
+  enum : uint32_t { U32 = 4, I32 = 5, F32 = 6, BOOL = 7, STRING = 8, ARRAY = 9, U64 = 10 };
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          out.put<uint32_t>(STRING);
+          out.str(x);
+        } else if constexpr (std::is_same_v<T, uint32_t>) {
+          out.put<uint32_t>(U32);
+          out.put<uint32_t>(x);
+        } else if constexpr (std::is_same_v<T, int32_t>) {
+          out.put<uint32_t>(I32);
+          out.put<int32_t>(x);
+        } else if constexpr (std::is_same_v<T, float>) {
+          out.put<uint32_t>(F32);
+          out.put<float>(x);
+        } else if constexpr (std::is_same_v<T, bool>) {
+          out.put<uint32_t>(BOOL);
+          out.put<uint8_t>(x ? 1 : 0);
+        } else if constexpr (std::is_same_v<T, uint64_t>) {
+          out.put<uint32_t>(U64);
+          out.put<uint64_t>(x);
+        } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+          out.put<uint32_t>(ARRAY);
+          out.put<uint32_t>(STRING);
+          out.put<uint64_t>(x.size());
+          for (const auto& s : x) out.str(s);
+        } else if constexpr (std::is_same_v<T, std::vector<float>>) {
+          out.put<uint32_t>(ARRAY);
+          out.put<uint32_t>(F32);
+          out.put<uint64_t>(x.size());
+          for (float f : x) out.put<float>(f);
+        } else {
+          static_assert(std::is_same_v<T, std::vector<int32_t>>);
+          out.put<uint32_t>(ARRAY);
+          out.put<uint32_t>(I32);
+          out.put<uint64_t>(x.size());
+          for (int32_t i : x) out.put<int32_t>(i);
+        }
+      },
+      v);
+}
+
+uint64_t align_up(uint64_t x) { return (x + kAlignment - 1) / kAlignment * kAlignment; }
+
+size_t tensor_bytes(GgmlType type, const std::vector<int64_t>& ne) {
+  size_t rows = 1;
+  for (size_t i = 1; i < ne.size(); ++i) rows *= static_cast<size_t>(ne[i]);
+  return ggml_row_bytes(type, ne[0]) * rows;
+}
+
+}  // namespace
+
+// ---- writer ----
+
+void GgufWriter::add_kv(std::string key, GgufValue value) {
+  kvs_.emplace_back(std::move(key), std::move(value));
+}
+
+void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<int64_t> ne,
+                            Producer producer) {
+  tensors_.push_back(Tensor{std::move(name), type, std::move(ne), std::move(producer)});
+}
+
+Status GgufWriter::write(const std::string& path) const {
+  Bytes h;
+  h.put<uint32_t>(0x46554747u);  // "GGUF"
+  h.put<uint32_t>(3);
+  h.put<uint64_t>(tensors_.size());
+  h.put<uint64_t>(kvs_.size() + 1);
+  h.str("general.alignment");
+  put_value(h, GgufValue{static_cast<uint32_t>(kAlignment)});
+  for (const auto& [key, value] : kvs_) {
+    h.str(key);
+    put_value(h, value);
+  }
+  uint64_t offset = 0;
+  for (const Tensor& t : tensors_) {
+    h.str(t.name);
+    h.put<uint32_t>(static_cast<uint32_t>(t.ne.size()));
+    for (int64_t d : t.ne) h.put<uint64_t>(static_cast<uint64_t>(d));
+    h.put<uint32_t>(static_cast<uint32_t>(t.type));
+    h.put<uint64_t>(offset);
+    offset = align_up(offset + tensor_bytes(t.type, t.ne));
+  }
+  h.b.resize(align_up(h.b.size()), 0);
+
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "wb"), &std::fclose);
+  if (!f) return make_error("io", "cannot create " + path + ": " + std::strerror(errno));
+  auto fail = [&](Error e) -> Status {
+    f.reset();
+    std::remove(path.c_str());
+    return e;
+  };
+  if (std::fwrite(h.b.data(), 1, h.b.size(), f.get()) != h.b.size())
+    return fail(make_error("io", "write failed: " + path));
+  std::vector<uint8_t> buf;
+  for (const Tensor& t : tensors_) {
+    const size_t nbytes = tensor_bytes(t.type, t.ne);
+    buf.assign(align_up(nbytes), 0);
+    Status st = t.producer(buf.data(), nbytes);
+    if (!st.ok()) return fail(std::move(st).error());
+    if (std::fwrite(buf.data(), 1, buf.size(), f.get()) != buf.size())
+      return fail(make_error("io", "write failed: " + path + " (tensor " + t.name + ")"));
+  }
+  if (std::fclose(f.release()) != 0) {
+    std::remove(path.c_str());
+    return make_error("io", "close failed: " + path);
+  }
+  return ok_status();
+}
+
+// ---- reference quantizers ----
+
+void quantize_row_q8_0_ref(const float* x, uint8_t* dst, int64_t n) {
+  for (int64_t b = 0; b < n / 32; ++b, x += 32, dst += 34) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const uint16_t dh = fp32_to_fp16(d);
+    std::memcpy(dst, &dh, 2);
+    for (int j = 0; j < 32; ++j) dst[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::roundf(x[j] * id)));
+  }
+}
+
+void quantize_row_q4_0_ref(const float* x, uint8_t* dst, int64_t n) {
+  for (int64_t b = 0; b < n / 32; ++b, x += 32, dst += 18) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < 32; ++j) {
+      if (amax < std::fabs(x[j])) {
+        amax = std::fabs(x[j]);
+        max = x[j];
+      }
+    }
+    const float d = max / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const uint16_t dh = fp32_to_fp16(d);
+    std::memcpy(dst, &dh, 2);
+    for (int j = 0; j < 16; ++j) {
+      const uint8_t xi0 = static_cast<uint8_t>(std::min<int8_t>(15, static_cast<int8_t>(x[j] * id + 8.5f)));
+      const uint8_t xi1 = static_cast<uint8_t>(std::min<int8_t>(15, static_cast<int8_t>(x[16 + j] * id + 8.5f)));
+      dst[2 + j] = static_cast<uint8_t>(xi0 | (xi1 << 4));
+    }
+  }
+}
+
+Status convert_row(GgmlType type, const float* x, uint8_t* dst, int64_t n) {
+  switch (type) {
+    case GgmlType::F32:
+      std::memcpy(dst, x, static_cast<size_t>(n) * sizeof(float));
+      return ok_status();
+    case GgmlType::F16:
+      for (int64_t i = 0; i < n; ++i) {
+        const uint16_t h = fp32_to_fp16(x[i]);
+        std::memcpy(dst + 2 * i, &h, 2);
+      }
+      return ok_status();
+    case GgmlType::BF16:
+      for (int64_t i = 0; i < n; ++i) {
+        const uint16_t h = fp32_to_bf16(x[i]);
+        std::memcpy(dst + 2 * i, &h, 2);
+      }
+      return ok_status();
+    case GgmlType::Q8_0:
+      quantize_row_q8_0_ref(x, dst, n);
+      return ok_status();
+    case GgmlType::Q4_0:
+      quantize_row_q4_0_ref(x, dst, n);
+      return ok_status();
+    default:
+      return make_error("unsupported_type", std::string("cannot convert rows to type ") +
+                                                ggml_type_name(type) +
+                                                " (supported: f32, f16, bf16, q8_0, q4_0)");
+  }
+}
+
+}  // namespace kakeya::engine

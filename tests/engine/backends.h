@@ -1,0 +1,58 @@
+#pragma once
+// Backends and contexts for the engine tests: CPU backends opened once per option set and shared
+// by the tests of this binary (a backend holds only a thread pool and the uploads of the models
+// whose contexts are alive).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "engine/backend.h"
+#include "engine/kv_cache.h"
+#include "engine/llama.h"
+
+namespace kakeya::engine::test {
+
+// The CPU backend with `threads`, batched_matmul `mode` ("auto", "sgemm", "quantized") and
+// weight_layout `layout` ("auto", "packed", "row-major").
+inline Backend& cpu(int threads = 2, const std::string& mode = "auto", const std::string& layout = "auto") {
+  static std::map<std::tuple<int, std::string, std::string>, std::unique_ptr<Backend>> backends;
+  auto& b = backends[{threads, mode, layout}];
+  if (!b) {
+    auto opened = open_backend("cpu", BackendOptions{threads, layout, mode});
+    if (!opened.ok()) ADD_FAILURE() << opened.error().str();
+    b = std::move(opened).value();
+  }
+  return *b;
+}
+
+// A context (the test fails, and this returns nullptr, when it cannot be made).
+inline std::unique_ptr<LlamaContext> context(const LlamaModel& model, Backend& backend, size_t n_ctx = 0,
+                                             size_t n_batch = 512) {
+  auto c = LlamaContext::create(model, backend, ContextOptions{n_ctx, n_batch});
+  if (!c.ok()) {
+    ADD_FAILURE() << c.error().str();
+    return nullptr;
+  }
+  return std::move(c).value();
+}
+
+// Appends host rows to `layer` through tensors on `backend`: k, v [positions.size()][n_head_kv ·
+// head_dim].
+inline Status append_rows(KvLayer& layer, Backend& backend, std::span<const int32_t> positions,
+                          const std::vector<float>& k, const std::vector<float>& v) {
+  const int64_t n = static_cast<int64_t>(positions.size());
+  const int64_t width = n > 0 ? static_cast<int64_t>(k.size()) / n : 0;
+  KAKEYA_ASSIGN_OR_RETURN(auto kb, backend.alloc(k.size() * sizeof(float)));
+  KAKEYA_ASSIGN_OR_RETURN(auto vb, backend.alloc(v.size() * sizeof(float)));
+  const Tensor kt{kb.get(), 0, GgmlType::F32, width, n}, vt{vb.get(), 0, GgmlType::F32, width, n};
+  backend.write(kt, k);
+  backend.write(vt, v);
+  return layer.append(kt, vt, positions);
+}
+
+}  // namespace kakeya::engine::test

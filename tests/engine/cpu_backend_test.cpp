@@ -1,0 +1,91 @@
+// open_backend and the CPU backend's own contract: options, info, weight uploads shared per
+// model, memory measured, types it cannot run refused by name.
+#include "engine/cpu/cpu_backend.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "engine/llama.h"
+#include "tests/engine/backends.h"
+#include "tests/harness/paths.h"
+
+namespace kakeya::engine {
+namespace {
+
+TEST(OpenBackend, UnknownAndUnavailableBackendsAreErrorsNeverAFallback) {
+  auto vulkan = open_backend("vulkan");
+  ASSERT_FALSE(vulkan.ok());
+  EXPECT_EQ(vulkan.error().code, "backend_unavailable");
+  EXPECT_NE(vulkan.error().message.find("vulkan"), std::string::npos);
+  EXPECT_EQ(open_backend("vulkan:1").error().code, "backend_unavailable");
+  auto gpu = open_backend("gpu");
+  ASSERT_FALSE(gpu.ok());
+  EXPECT_EQ(gpu.error().code, "bad_param");
+  EXPECT_NE(gpu.error().message.find("\"gpu\""), std::string::npos);
+  EXPECT_EQ(known_backends().front(), "cpu");
+}
+
+TEST(OpenBackend, CpuOptionsAreCheckedAndReported) {
+  EXPECT_EQ(open_backend("cpu", BackendOptions{0}).error().code, "bad_param");
+  auto layout = open_backend("cpu", BackendOptions{1, "tiled"});
+  ASSERT_FALSE(layout.ok());
+  EXPECT_NE(layout.error().message.find("tiled"), std::string::npos);
+  auto mode = open_backend("cpu", BackendOptions{1, "auto", "fast"});
+  ASSERT_FALSE(mode.ok());
+  EXPECT_NE(mode.error().message.find("fast"), std::string::npos);
+
+  auto b = open_backend("cpu", BackendOptions{2, "row-major", "sgemm"});
+  ASSERT_TRUE(b.ok()) << b.error().str();
+  const BackendInfo& info = (*b)->info();
+  EXPECT_EQ(info.name, "cpu");
+  EXPECT_EQ(info.threads, 2);
+  EXPECT_EQ(info.kernel_set, kernel_isa_name(active_kernel_isa()));
+  EXPECT_FALSE(info.device.empty());
+  EXPECT_FALSE(info.driver.empty());
+  EXPECT_EQ(info.options["weight_layout"], "row-major");
+  EXPECT_EQ(info.options["batched_matmul"], "sgemm");
+  // "auto" is resolved on this machine and reported as what it became.
+  auto a = open_backend("cpu", BackendOptions{1, "auto"});
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ((*a)->info().options["weight_layout"], resolve_weight_layout("auto"));
+  EXPECT_EQ(to_json(info)["name"], "cpu");
+}
+
+TEST(CpuBackend, AWeightTypeWithoutAMatmulKernelIsRefusedByName) {
+  Backend& b = test::cpu(1);
+  std::vector<uint8_t> bytes(ggml_row_bytes(GgmlType::Q8_K, 256));
+  const WeightMatrix w{"blk.0.ffn_up.weight", GgmlType::Q8_K, bytes.data(), 256, 1, bytes.size()};
+  auto r = b.upload_weight(w, WeightUse::kMatmul, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, "unsupported_type");
+  EXPECT_NE(r.error().message.find("blk.0.ffn_up.weight"), std::string::npos);
+  EXPECT_NE(r.error().message.find("q8_K"), std::string::npos);
+}
+
+// Contexts on one model share one upload (Backend::weights); it is released with the last of
+// them, and the backend's measured bytes return to where they were.
+TEST(CpuBackend, WeightsAreUploadedOncePerModelAndReleasedWithTheLastContext) {
+  auto opened = open_backend("cpu", BackendOptions{1, "packed"});
+  ASSERT_TRUE(opened.ok());
+  Backend& b = **opened;
+  auto m = LlamaModel::load((testing::data_dir() / "reference" / "synth-llama-256-q4_0.gguf").string());
+  ASSERT_TRUE(m.ok());
+  const size_t before = b.allocated_bytes();
+  {
+    auto c1 = test::context(m.value(), b, 16);
+    const size_t one = b.allocated_bytes();
+    EXPECT_GE(one - before, c1->weights().layout["packed_bytes"].get<size_t>()) << "the packed copies are counted";
+    auto c2 = test::context(m.value(), b, 16);
+    EXPECT_EQ(&c1->weights(), &c2->weights()) << "one upload for both contexts";
+    EXPECT_EQ(c1->weights().bytes(), c1->weights().layout["bytes"].get<size_t>());
+    // A second context adds its scratch only when it runs, never a second copy of the weights.
+    EXPECT_EQ(b.allocated_bytes(), one);
+    ASSERT_TRUE(c2->eval(std::vector<int32_t>{1, 2, 3}).ok());
+    EXPECT_GT(b.allocated_bytes(), one);
+  }
+  EXPECT_EQ(b.allocated_bytes(), before);
+}
+
+}  // namespace
+}  // namespace kakeya::engine
