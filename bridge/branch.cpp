@@ -29,7 +29,7 @@ bool valid_segment(std::string_view seg) {
 }
 
 Error bad_branch(std::string_view what, std::string_view value, std::string_view why) {
-  return make_error("bad_branch", std::string(what) + " \"" + printable(value, kMaxShownBranchBytes) + "\" " +
+  return make_error(errc::kBadBranch, std::string(what) + " \"" + printable(value, kMaxShownBranchBytes) + "\" " +
                                      std::string(why));
 }
 
@@ -136,7 +136,7 @@ Status check_branch_matches(std::string_view branch_name, const RequestManifest&
       }
     }
   }
-  return make_error("branch_mismatch", "branch \"" + printable(b, kMaxShownBranchBytes) + "\" is not <prefix>" +
+  return make_error(errc::kBranchMismatch, "branch \"" + printable(b, kMaxShownBranchBytes) + "\" is not <prefix>" +
                                            expected + "[suffix] (request preset \"" + manifest.preset +
                                            "\", nonce \"" + manifest.nonce + "\")");
 }

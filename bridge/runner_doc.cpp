@@ -52,7 +52,7 @@ Result<RunnerDoc> parse_runner_doc(std::string_view text) {
   if (!doc.is_object()) return field_type_error("<root>", "an object", doc);
   RunnerDoc d;
   for (const char* key : {"id", "state"}) {
-    if (!doc.contains(key)) return make_error("missing_key", std::string(kRunnerDocFile) + " is missing key `" + key + "`");
+    if (!doc.contains(key)) return make_error(errc::kMissingKey, std::string(kRunnerDocFile) + " is missing key `" + key + "`");
   }
   KAKEYA_ASSIGN_OR_RETURN(d.id, string_field(doc, "", "id"));
   KAKEYA_ASSIGN_OR_RETURN(d.state, string_field(doc, "", "state"));

@@ -20,7 +20,7 @@ Status probe_push(Session& s) {
                                                          client_author(default_requested_by())));
   KAKEYA_ASSIGN_OR_RETURN(auto pushed, s.bus.push_cas(ref, commit, std::nullopt));
   if (pushed != bridge::PushOutcome::Won) {
-    return make_error("push_rejected", "the remote rejected creating " + ref);
+    return make_error(errc::kPushRejected, "the remote rejected creating " + ref);
   }
   std::string tip = commit;
   for (int attempt = 0; attempt < 3; ++attempt) {
@@ -32,7 +32,7 @@ Status probe_push(Session& s) {
     if (it == refs.end()) return ok_status();
     tip = it->oid;
   }
-  return make_error("delete_failed", "pushed " + ref + " but could not delete it again");
+  return make_error(errc::kDeleteFailed, "pushed " + ref + " but could not delete it again");
 }
 
 }  // namespace

@@ -12,30 +12,10 @@
 
 namespace kakeya::client {
 
-Result<double> parse_duration_s(std::string_view text) {
-  auto bad = [&] {
-    return make_error("bad_duration", "duration '" + std::string(text) +
-                                          "' is not a number with an optional unit s, m, h or d (e.g. 30s, 12h, 7d)");
-  };
-  if (text.empty()) return bad();
-  double mult = 1;
-  std::string_view num = text;
-  switch (text.back()) {
-    case 's': mult = 1; num.remove_suffix(1); break;
-    case 'm': mult = 60; num.remove_suffix(1); break;
-    case 'h': mult = 3600; num.remove_suffix(1); break;
-    case 'd': mult = 86400; num.remove_suffix(1); break;
-    default: break;
-  }
-  if (num.empty() || num.find_first_not_of("0123456789.") != std::string_view::npos) return bad();
-  try {
-    size_t used = 0;
-    const double v = std::stod(std::string(num), &used);
-    if (used != num.size() || !std::isfinite(v) || v < 0) return bad();
-    return v * mult;
-  } catch (...) {
-    return bad();
-  }
+bool gc_is_dry_run(bool dry_run_flag, bool yes_flag, bool stdin_is_tty) {
+  if (dry_run_flag) return true;
+  if (yes_flag) return false;
+  return stdin_is_tty;
 }
 
 std::optional<double> rfc3339_to_epoch(std::string_view t) {

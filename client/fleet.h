@@ -15,10 +15,6 @@
 
 namespace kakeya::client {
 
-// Parses a duration: a non-negative number followed by s, m, h or d (e.g. "30s", "1.5h", "7d"),
-// or a bare number of seconds. Error `bad_duration` naming the text.
-Result<double> parse_duration_s(std::string_view text);
-
 // Seconds since the Unix epoch of an RFC 3339 timestamp ("2026-01-02T03:04:05Z", fractional
 // seconds and +hh:mm offsets accepted). nullopt when it is not one.
 std::optional<double> rfc3339_to_epoch(std::string_view text);
@@ -49,6 +45,12 @@ struct GcReport {
   std::vector<GcEntry> candidates;  // terminal and older than the cutoff
   int kept = 0;                     // request branches not eligible (not terminal, or too recent)
 };
+
+// Whether `kakeya gc` only lists what it would delete: `--dry-run` lists, `--yes` deletes; with
+// neither it lists when stdin is a terminal (a person sees what would go before anything goes)
+// and deletes otherwise (scripts and CI, which say what they mean by running it).
+// REQUIRES: not both flags (the command refuses that as a usage error).
+bool gc_is_dry_run(bool dry_run_flag, bool yes_flag, bool stdin_is_tty);
 
 // Deletes the request branches under `branch_prefix` whose state is terminal and whose status
 // updated_at is more than `older_than_s` seconds in the past, each with delete_cas against the

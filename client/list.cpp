@@ -45,7 +45,7 @@ Result<std::vector<ListEntry>> list_requests(bridge::GitBus& bus, const std::str
   std::vector<std::string> missing;
   for (const auto& r : refs) {
     auto probe = bus.read_file(r.oid, std::string(bridge::kRequestPath));
-    if (!probe.ok() && probe.error().code == "not_fetched") missing.push_back(r.name);
+    if (!probe.ok() && probe.error().code == errc::kNotFetched) missing.push_back(r.name);
   }
   std::map<std::string, std::string> fetched;
   if (!missing.empty()) {

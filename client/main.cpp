@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    report_error(kakeya::make_error("usage", std::string(e.what()) + " (see kakeya --help)"), kExitUsage);
+    report_error(kakeya::make_error(kakeya::errc::kUsage, std::string(e.what()) + " (see kakeya --help)"), kExitUsage);
     return kExitUsage;
   }
   for (auto& c : commands) {

@@ -32,19 +32,21 @@ Result<OfferedPresets> offered_presets(const GlobalOptions& opts, double within_
   std::optional<std::filesystem::path> path;
   std::optional<bridge::PresetCatalog> catalog;
   std::string catalog_problem;
+  ErrorCode catalog_code = errc::kNoCatalog;
   if (auto p = resolve_catalog_path(opts); p.ok()) {
     path = *p;
     if (auto c = bridge::PresetCatalog::load_file(*p); c.ok()) {
       catalog = std::move(c).value();
     } else {
       catalog_problem = c.error().str();
+      catalog_code = c.error().code;
     }
   } else {
     catalog_problem = p.error().str();
+    catalog_code = p.error().code;
   }
   const auto fallback = [&](const std::string& why) -> Result<OfferedPresets> {
-    if (!catalog) return make_error(catalog_problem.rfind("no_catalog", 0) == 0 ? "no_catalog" : "bad_catalog",
-                                    why + "; and the local catalog cannot be read: " + catalog_problem);
+    if (!catalog) return make_error(catalog_code, why + "; and the local catalog cannot be read: " + catalog_problem);
     return local(&*catalog, path, why + "; showing the local catalog " + path->string());
   };
   if (local_only) return local(catalog ? &*catalog : nullptr, path, "--local: the local catalog " +

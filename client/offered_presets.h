@@ -35,7 +35,7 @@ struct OfferedPresets {
 // Live runners are those whose runner.json updated_at is at most `within_s` seconds old (the
 // runner's clock against this host's) and whose state is not "stopped". With `local_only`, or
 // when the remote cannot be listed or no runner is live, the local catalog is shown (error only
-// when that cannot be read either: `no_catalog`, `bad_catalog`).
+// when that cannot be read either: `no_catalog`, or the code of PresetCatalog::load_file).
 Result<OfferedPresets> offered_presets(const GlobalOptions& opts, double within_s, bool local_only);
 
 nlohmann::json to_json(const OfferedPresets& offered);

@@ -13,7 +13,7 @@ namespace kakeya::client {
 
 Status validate_suffix(const std::string& suffix) {
   if (bridge::is_valid_branch_suffix(suffix)) return ok_status();
-  return make_error("bad_suffix", "suffix '" + bridge::printable(suffix) +
+  return make_error(errc::kBadSuffix, "suffix '" + bridge::printable(suffix) +
                                       "': expected '-', '.' or '_' then at most 63 of [A-Za-z0-9._-] (no '..', "
                                       "not ending in '.' or '.lock')");
 }
@@ -23,7 +23,7 @@ Result<bridge::RequestManifest> build_manifest(const bridge::PresetCatalog& cata
   if (preset == nullptr) {
     std::string names;
     for (const auto& p : catalog.presets()) names += (names.empty() ? "" : ", ") + p.name;
-    return make_error("unknown_preset", "preset '" + opts.preset + "' is not in the catalog (available: " +
+    return make_error(errc::kUnknownPreset, "preset '" + opts.preset + "' is not in the catalog (available: " +
                                             (names.empty() ? "none" : names) + ")");
   }
   KAKEYA_TRY(validate_suffix(opts.suffix));
@@ -67,7 +67,7 @@ Result<Submission> submit_request(Session& session, const bridge::RequestManifes
   sub.ref = head_ref(sub.branch);
   KAKEYA_ASSIGN_OR_RETURN(auto outcome, session.bus.push_cas(sub.ref, sub.commit, std::nullopt));
   if (outcome != bridge::PushOutcome::Won) {
-    return make_error("branch_exists", "the remote refused to create " + sub.ref +
+    return make_error(errc::kBranchExists, "the remote refused to create " + sub.ref +
                                            " (it already exists, or the server rejected the push)");
   }
   return sub;

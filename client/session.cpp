@@ -16,7 +16,7 @@ Result<Session> open_session(const GlobalOptions& opts) {
   std::error_code ec;
   std::filesystem::create_directories(cache, ec);
   if (ec) {
-    return make_error("cache_dir", "cannot create cache directory '" + cache.string() + "': " + ec.message());
+    return make_error(errc::kIo, "cannot create cache directory '" + cache.string() + "': " + ec.message());
   }
   KAKEYA_ASSIGN_OR_RETURN(auto bus, bridge::GitBus::open(remote, cache, std::move(creds)));
   return Session{std::move(remote), opts.prefix, std::move(bus)};

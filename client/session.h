@@ -38,7 +38,8 @@ bridge::CommitAuthor client_author(const std::string& requested_by);
 
 namespace kakeya::client {
 
-// Loads the preset catalog from resolve_catalog_path(opts). Errors: `no_catalog`, `bad_catalog`.
+// Loads the preset catalog from resolve_catalog_path(opts). Errors: `no_catalog`, and those of
+// PresetCatalog::load_file (bridge/catalog.h).
 Result<bridge::PresetCatalog> load_catalog(const GlobalOptions& opts);
 
 // Resolves a BRANCH|NONCE argument against the remote's branches (one ls_remote; see

@@ -26,12 +26,12 @@ std::optional<std::string> env(const char* name) {
 Result<std::string> resolve_remote(const GlobalOptions& opts) {
   if (!opts.remote.empty()) return opts.remote;
   if (auto v = env("KAKEYA_REMOTE")) return *v;
-  return make_error("no_remote", "no remote given: pass --remote URL or set KAKEYA_REMOTE");
+  return make_error(errc::kNoRemote, "no remote given: pass --remote URL or set KAKEYA_REMOTE");
 }
 
 Status validate_prefix(const std::string& prefix) {
   if (bridge::is_valid_branch_prefix(prefix)) return ok_status();
-  return make_error("bad_prefix", "branch prefix '" + bridge::printable(prefix) +
+  return make_error(errc::kBadPrefix, "branch prefix '" + bridge::printable(prefix) +
                                      "': expected [A-Za-z0-9._/-] ending with '/' or inside a segment (e.g. "
                                      "kakeya/req/ or agents/kakeya-), no segment starting with '.', ending in '.lock' "
                                      "or containing '..', not under kakeya/runners/");
@@ -45,7 +45,7 @@ Result<fs::path> resolve_cache_dir(const GlobalOptions& opts, const std::string&
   } else if (auto home = env("HOME")) {
     base = fs::path(*home) / ".cache";
   } else {
-    return make_error("no_cache_dir", "neither XDG_CACHE_HOME nor HOME is set: pass --cache-dir");
+    return make_error(errc::kNoCacheDir, "neither XDG_CACHE_HOME nor HOME is set: pass --cache-dir");
   }
   return base / "kakeya" / bridge::sha256_hex(remote).substr(0, 16);
 }
@@ -64,7 +64,7 @@ Result<fs::path> resolve_catalog_path(const GlobalOptions& opts) {
     if (fs::is_regular_file(c, ec)) return c;
     tried += (tried.empty() ? "" : ", ") + c.string();
   }
-  return make_error("no_catalog",
+  return make_error(errc::kNoCatalog,
                     "no preset catalog found (tried " + tried + "): pass --catalog or set KAKEYA_CATALOG");
 }
 

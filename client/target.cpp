@@ -29,10 +29,10 @@ bool leaf_has_nonce(std::string_view leaf, std::string_view nonce) {
 Result<std::string> resolve_target(std::string_view arg, std::string_view prefix,
                                    const std::vector<std::string>& branches) {
   if (arg.starts_with(kHeads)) arg.remove_prefix(kHeads.size());
-  if (arg.empty()) return make_error("bad_argument", "empty BRANCH|NONCE argument");
+  if (arg.empty()) return make_error(errc::kUsage, "empty BRANCH|NONCE argument");
   if (std::find(branches.begin(), branches.end(), arg) != branches.end()) return std::string(arg);
   if (arg.find('/') != std::string_view::npos) {
-    return make_error("not_found", "branch '" + bridge::printable(arg) + "' does not exist on the remote");
+    return make_error(errc::kNotFound, "branch '" + bridge::printable(arg) + "' does not exist on the remote");
   }
   std::vector<std::string> matches;
   for (const auto& b : branches) {
@@ -42,13 +42,13 @@ Result<std::string> resolve_target(std::string_view arg, std::string_view prefix
     if (leaf_has_nonce(leaf, arg)) matches.push_back(b);
   }
   if (matches.empty()) {
-    return make_error("not_found", "no request branch under '" + std::string(prefix) + "' has nonce '" +
+    return make_error(errc::kNotFound, "no request branch under '" + std::string(prefix) + "' has nonce '" +
                                        bridge::printable(arg) + "'");
   }
   if (matches.size() > 1) {
     std::string list;
     for (const auto& m : matches) list += (list.empty() ? "" : ", ") + m;
-    return make_error("ambiguous", "nonce '" + bridge::printable(arg) + "' matches " +
+    return make_error(errc::kAmbiguous, "nonce '" + bridge::printable(arg) + "' matches " +
                                        std::to_string(matches.size()) + " branches: " + list);
   }
   return matches.front();

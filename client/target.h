@@ -21,7 +21,7 @@ namespace kakeya::client {
 //    and "_s1" still match, while "abc" does not match the nonce "abcdef"). A nonce that is the
 //    start of another with a '-' in it ("abc" and "abc-def") matches both: more than one match is
 //    `ambiguous` (the message lists them); none is `not_found`.
-// Errors: usage `bad_argument` for an empty argument.
+// Errors: `usage` for an empty argument.
 Result<std::string> resolve_target(std::string_view arg, std::string_view prefix,
                                    const std::vector<std::string>& branches);
 

@@ -10,6 +10,7 @@
 #include "bridge/layout.h"
 #include "bridge/limits.h"
 #include "bridge/request.h"
+#include "bridge/summary.h"
 #include "bridge/utf8.h"
 #include "bridge/version.h"
 #include "runner/publish.h"
@@ -62,7 +63,7 @@ Result<std::unique_ptr<bridge::GitBus>> Agent::open_bus(const std::string& name)
 Status Agent::init() {
   std::error_code ec;
   for (const char* d : {"cache", "jobs", "spool"}) fs::create_directories(cfg_.work_dir / d, ec);
-  if (ec) return make_error("work_dir", "cannot create " + cfg_.work_dir.string() + ": " + ec.message());
+  if (ec) return make_error(errc::kIo, "cannot create " + cfg_.work_dir.string() + ": " + ec.message());
   KAKEYA_ASSIGN_OR_RETURN(bus_, open_bus("discovery"));
   return ok_status();
 }
@@ -155,12 +156,15 @@ void Agent::publish_terminal_without_run(const BranchView& view, RunState state,
   st.labels = cfg_.labels;
   st.claim_gen = claim_gen;
   st.updated_at = bridge::now_rfc3339();
-  nlohmann::json summary{{"schema_version", 1},     {"state", bridge::to_string(state)},
-                         {"reason", line},           {"runner_id", cfg_.runner_id},
-                         {"request_commit", view.tip}, {"finished_at", st.updated_at},
-                         {"engine_version", engine_version()}};
+  bridge::RunSummary summary;  // a receipt without a run: no claim was made
+  summary.state = state;
+  summary.reason = line;
+  summary.runner_id = cfg_.runner_id;
+  summary.request_commit = view.tip;
+  summary.finished_at = st.updated_at;
+  summary.engine_version = engine_version();
   std::vector<bridge::FileChange> changes{status_change(st),
-                                          {std::string(bridge::kSummaryPath), bridge::to_json_file(summary)}};
+                                          {std::string(bridge::kSummaryPath), bridge::summary_json_text(summary)}};
   const std::string what = bridge::to_string(state);
   auto commit = make_runner_commit(*bus_, view.tip, changes, what, runner_author(cfg_));
   if (!commit.ok()) {
@@ -422,8 +426,9 @@ void Agent::observe_peers(const std::vector<bridge::RemoteRef>& refs) {
     auto it = peers_.find(ref);
     if (it == peers_.end() || it->second.oid != oid) continue;
     auto text = bus_->read_file(oid, bridge::kRunnerDocFile, bridge::kMaxRunnerDocBytes);
-    auto doc = text.ok() && text->has_value() ? bridge::parse_runner_doc(**text)
-                                              : Result<bridge::RunnerDoc>(make_error("unreadable", "no runner.json"));
+    auto doc = !text.ok()            ? Result<bridge::RunnerDoc>(text.error())
+               : !text->has_value() ? Result<bridge::RunnerDoc>(make_error(errc::kNotFound, "no runner.json"))
+                                    : bridge::parse_runner_doc(**text);
     if (doc.ok()) {
       it->second.doc = std::move(doc).value();
     } else {
@@ -564,9 +569,9 @@ Result<PollStats> Agent::poll_guarded() {
   try {
     return poll_once();
   } catch (const std::exception& e) {
-    return make_error("internal", "poll failed with an exception: " + bridge::printable(e.what(), 512));
+    return make_error(errc::kInternal, "poll failed with an exception: " + bridge::printable(e.what(), 512));
   } catch (...) {
-    return make_error("internal", "poll failed with an unknown exception");
+    return make_error(errc::kInternal, "poll failed with an unknown exception");
   }
 }
 

@@ -50,7 +50,7 @@ Status RunnerBeat::publish(bridge::GitBus& bus, const std::vector<std::string>& 
     if (del != bridge::PushOutcome::Won) {
       remote_.reset();
       last_.clear();
-      return make_error("beat_lost", "runner branch " + ref_ + " moved under us (another runner with id '" +
+      return make_error(errc::kBeatLost, "runner branch " + ref_ + " moved under us (another runner with id '" +
                                          cfg_.runner_id + "'?)");
     }
     remote_.reset();
@@ -58,7 +58,7 @@ Status RunnerBeat::publish(bridge::GitBus& bus, const std::vector<std::string>& 
   KAKEYA_ASSIGN_OR_RETURN(auto pushed, bus.push_cas(ref_, commit, extend ? parent : std::nullopt));
   if (pushed != bridge::PushOutcome::Won) {
     last_.clear();
-    return make_error("beat_lost", "runner branch " + ref_ + " moved under us (another runner with id '" +
+    return make_error(errc::kBeatLost, "runner branch " + ref_ + " moved under us (another runner with id '" +
                                        cfg_.runner_id + "'?)");
   }
   depth_ = extend ? depth_ + 1 : 1;

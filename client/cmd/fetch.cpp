@@ -23,7 +23,7 @@ Command add_fetch(CLI::App& root, GlobalOptions& g) {
             auto fetched = session->bus.fetch({head_ref(*branch)});
             if (!fetched.ok()) return fail(fetched.error());
             auto it = fetched->find(head_ref(*branch));
-            if (it == fetched->end()) return fail(make_error("not_found", "branch '" + *branch + "' disappeared"));
+            if (it == fetched->end()) return fail(make_error(errc::kNotFound, "branch '" + *branch + "' disappeared"));
             auto files = fetch_run_files(session->bus, it->second, *dest);
             if (!files.ok()) return fail(files.error());
             if (g.json) {

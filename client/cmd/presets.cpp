@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "bridge/units.h"
 #include "bridge/utf8.h"
 #include "client/cmd/commands.h"
 #include "client/fleet.h"
@@ -25,14 +26,14 @@ Command add_presets(CLI::App& root, GlobalOptions& g) {
                   "default lease)");
   sub->add_flag("--local", *local_only, "Show the local catalog without asking the remote");
   return {sub, [&g, name, within, local_only]() {
-            auto within_s = parse_duration_s(*within);
+            auto within_s = bridge::parse_duration_s(*within);
             if (!within_s.ok()) return report_error(within_s.error(), kExitUsage);
             auto offered = offered_presets(g, *within_s, *local_only);
             if (!offered.ok()) return fail(offered.error());
             if (!name->empty()) {
               std::erase_if(offered->presets, [&](const OfferedPreset& p) { return p.name != *name; });
               if (offered->presets.empty()) {
-                return fail(make_error("unknown_preset", "preset '" + bridge::printable(*name) + "' is not offered (" +
+                return fail(make_error(errc::kUnknownPreset, "preset '" + bridge::printable(*name) + "' is not offered (" +
                                                              offered->note + ")"));
               }
             }

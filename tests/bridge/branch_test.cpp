@@ -29,7 +29,7 @@ TEST(Branch, RequestBranchPartsRejected) {
                        const std::string& needle) {
     Status s = check_request_branch_parts(prefix, preset, nonce, suffix);
     ASSERT_FALSE(s.ok()) << prefix << " " << preset << " " << nonce << " " << suffix;
-    EXPECT_EQ(s.error().code, "bad_branch");
+    EXPECT_EQ(s.error().code, errc::kBadBranch);
     EXPECT_NE(s.error().message.find(needle), std::string::npos) << s.error().message;
   };
   expect_bad("", "env-probe", "abcd", "", "prefix");
@@ -104,7 +104,7 @@ TEST(Branch, MismatchNamesBoth) {
                           "kakeya/req/env-probe-abc123.", "/env-probe-abc123", ".x/env-probe-abc123"}) {
     Status s = check_branch_matches(bad, m);
     ASSERT_FALSE(s.ok()) << bad;
-    EXPECT_EQ(s.error().code, "branch_mismatch") << bad << ": " << s.error().message;
+    EXPECT_EQ(s.error().code, errc::kBranchMismatch) << bad << ": " << s.error().message;
     EXPECT_NE(s.error().message.find(bad), std::string::npos) << s.error().message;
     EXPECT_NE(s.error().message.find("env-probe"), std::string::npos) << s.error().message;
     EXPECT_NE(s.error().message.find("abc123"), std::string::npos) << s.error().message;
@@ -127,7 +127,7 @@ TEST(Branch, RunnerBranchNeverARequest) {
   RequestManifest m = manifest("gpu-1", "abcd");
   Status s = check_branch_matches("kakeya/runners/gpu-1-abcd", m);
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.error().code, "bad_branch");
+  EXPECT_EQ(s.error().code, errc::kBadBranch);
 }
 
 TEST(Branch, Globs) {

@@ -44,12 +44,12 @@ TEST(RunnerDoc, OlderDocumentsAndUnknownKeysAreRead) {
 }
 
 TEST(RunnerDoc, MalformedDocumentsAreErrors) {
-  EXPECT_EQ(parse_runner_doc(R"({"state": "serving"})").error().code, "missing_key");
-  EXPECT_EQ(parse_runner_doc(R"({"id": "r", "state": "serving", "presets": "all"})").error().code, "bad_type");
-  EXPECT_EQ(parse_runner_doc(R"({"id": "r", "state": "serving", "presets": [1]})").error().code, "bad_type");
-  EXPECT_EQ(parse_runner_doc("{\"id\": \"\xff\", \"state\": \"s\"}").error().code, "bad_json");
+  EXPECT_EQ(parse_runner_doc(R"({"state": "serving"})").error().code, errc::kMissingKey);
+  EXPECT_EQ(parse_runner_doc(R"({"id": "r", "state": "serving", "presets": "all"})").error().code, errc::kBadType);
+  EXPECT_EQ(parse_runner_doc(R"({"id": "r", "state": "serving", "presets": [1]})").error().code, errc::kBadType);
+  EXPECT_EQ(parse_runner_doc("{\"id\": \"\xff\", \"state\": \"s\"}").error().code, errc::kParseError);
   const std::string big = R"({"id": "r", "state": "s"})" + std::string(kMaxRunnerDocBytes, ' ');
-  EXPECT_EQ(parse_runner_doc(big).error().code, "too_large");
+  EXPECT_EQ(parse_runner_doc(big).error().code, errc::kTooLarge);
 }
 
 TEST(RunnerDoc, CatalogDigestFollowsTheAllowlistNotTheFormatting) {

@@ -50,13 +50,13 @@ TEST(ClientRequestBuilder, LocalValidationRefusesBadRequests) {
   o.preset = "rm-everything";
   auto unknown = build_manifest(*cat, o);
   ASSERT_FALSE(unknown.ok());
-  EXPECT_EQ(unknown.error().code, "unknown_preset");
+  EXPECT_EQ(unknown.error().code, errc::kUnknownPreset);
   EXPECT_NE(unknown.error().message.find("echo-test"), std::string::npos);
 
   o.preset = "echo-test";
   auto missing = build_manifest(*cat, o);  // message is required
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.error().code, "missing_param");
+  EXPECT_EQ(missing.error().code, errc::kMissingParam);
 
   o.param_items = {"message=" + std::string(21, 'x')};
   auto too_long = build_manifest(*cat, o);
@@ -66,7 +66,7 @@ TEST(ClientRequestBuilder, LocalValidationRefusesBadRequests) {
   o.suffix = "x";
   auto bad_suffix = build_manifest(*cat, o);
   ASSERT_FALSE(bad_suffix.ok());
-  EXPECT_EQ(bad_suffix.error().code, "bad_suffix");
+  EXPECT_EQ(bad_suffix.error().code, errc::kBadSuffix);
 }
 
 TEST(ClientRequestBuilder, SuffixRules) {

@@ -58,7 +58,7 @@ TEST(ClientSettings, RemoteFromFlagThenEnvironmentElseError) {
   GlobalOptions o;
   auto missing = resolve_remote(o);
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.error().code, "no_remote");
+  EXPECT_EQ(missing.error().code, errc::kNoRemote);
   ScopedEnv env("KAKEYA_REMOTE", "git://h/r");
   EXPECT_EQ(*resolve_remote(o), "git://h/r");
   o.remote = "git://flag/r";
@@ -74,7 +74,7 @@ TEST(ClientSettings, CatalogDefaultsToTheFirstExistingCandidate) {
   o.exe_dir = tmp.path() / "bin";
   auto missing = resolve_catalog_path(o);
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.error().code, "no_catalog");
+  EXPECT_EQ(missing.error().code, errc::kNoCatalog);
   std::ofstream(tmp.path() / "manifests" / "presets.yaml") << "presets: []\n";
   auto found = resolve_catalog_path(o);
   ASSERT_TRUE(found.ok()) << found.error().str();
@@ -92,7 +92,7 @@ TEST(ClientSettings, PrefixValidation) {
                           "kakeya/runners/r1-", "a\xff/"}) {
     auto s = validate_prefix(bad);
     ASSERT_FALSE(s.ok()) << bad;
-    EXPECT_EQ(s.error().code, "bad_prefix");
+    EXPECT_EQ(s.error().code, errc::kBadPrefix);
   }
 }
 

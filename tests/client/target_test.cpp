@@ -31,7 +31,7 @@ TEST(ClientTarget, RefsHeadsPrefixIsStripped) {
 TEST(ClientTarget, MissingFullBranchIsNotFound) {
   auto r = resolve_target("kakeya/req/env-probe-nope", "kakeya/req/", kBranches);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code, "not_found");
+  EXPECT_EQ(r.error().code, errc::kNotFound);
   EXPECT_NE(r.error().message.find("kakeya/req/env-probe-nope"), std::string::npos);
 }
 
@@ -50,7 +50,7 @@ TEST(ClientTarget, NonceIsNotMatchedAsAPrefixOfALongerNonce) {
   EXPECT_EQ(*r, "kakeya/req/generate-aaaa1111bbbb");
   auto partial = resolve_target("aaaa1111", "kakeya/req/", kBranches);
   ASSERT_FALSE(partial.ok());
-  EXPECT_EQ(partial.error().code, "not_found");
+  EXPECT_EQ(partial.error().code, errc::kNotFound);
 }
 
 TEST(ClientTarget, NonceWithSuffixMatches) {
@@ -63,7 +63,7 @@ TEST(ClientTarget, AmbiguousNonceListsTheCandidates) {
   std::vector<std::string> b = {"kakeya/req/generate-abcd1234", "kakeya/req/env-probe-abcd1234"};
   auto r = resolve_target("abcd1234", "kakeya/req/", b);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code, "ambiguous");
+  EXPECT_EQ(r.error().code, errc::kAmbiguous);
   EXPECT_NE(r.error().message.find("kakeya/req/generate-abcd1234"), std::string::npos);
   EXPECT_NE(r.error().message.find("kakeya/req/env-probe-abcd1234"), std::string::npos);
 }
@@ -71,10 +71,10 @@ TEST(ClientTarget, AmbiguousNonceListsTheCandidates) {
 TEST(ClientTarget, UnknownNonceAndEmptyArgument) {
   auto r = resolve_target("qqqqqqqqqqqq", "kakeya/req/", kBranches);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code, "not_found");
+  EXPECT_EQ(r.error().code, errc::kNotFound);
   auto e = resolve_target("", "kakeya/req/", kBranches);
   ASSERT_FALSE(e.ok());
-  EXPECT_EQ(e.error().code, "bad_argument");
+  EXPECT_EQ(e.error().code, errc::kUsage);
 }
 
 TEST(ClientTarget, LeafHasNonceNeedsAPresetPart) {
@@ -91,7 +91,7 @@ TEST(ClientTarget, PrefixEndingInsideASegmentAndDashSuffix) {
   auto r = resolve_target("gh77gh77gh77", "agents/kakeya-", kBranches);
   ASSERT_TRUE(r.ok()) << r.error().str();
   EXPECT_EQ(*r, "agents/kakeya-generate-gh77gh77gh77-b876");
-  EXPECT_EQ(resolve_target("gh77gh77gh77", "kakeya/req/", kBranches).error().code, "not_found");
+  EXPECT_EQ(resolve_target("gh77gh77gh77", "kakeya/req/", kBranches).error().code, errc::kNotFound);
 }
 
 TEST(ClientTarget, NonceThatStartsAnotherWithADashIsAmbiguous) {
@@ -100,7 +100,7 @@ TEST(ClientTarget, NonceThatStartsAnotherWithADashIsAmbiguous) {
   std::vector<std::string> b = {"kakeya/req/generate-abcd-1234", "kakeya/req/generate-abcd"};
   auto r = resolve_target("abcd", "kakeya/req/", b);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code, "ambiguous");
+  EXPECT_EQ(r.error().code, errc::kAmbiguous);
   auto full = resolve_target("abcd-1234", "kakeya/req/", b);
   ASSERT_TRUE(full.ok()) << full.error().str();
   EXPECT_EQ(*full, "kakeya/req/generate-abcd-1234");
