@@ -122,6 +122,7 @@ struct SynthCase {
   const char* type;
   float decode_tol;   // token-by-token (decode path: activations converted like ggml)
   float batched_tol;  // one batched sgemm eval (f32 activations)
+  bool shared = false;  // the file is in ../shared/reference ("More tensor types"), not bundled
 };
 
 class SynthReference : public ::testing::TestWithParam<SynthCase> {};
@@ -156,7 +157,10 @@ void expect_rows_close(const std::vector<float>& got, const json& ref_logits, fl
 TEST_P(SynthReference, LogitsAndGreedyMatchLlamaCpp) {
   const SynthCase c = GetParam();
   const std::string name = std::string("synth-llama-256-") + c.type;
-  const auto dir = testing::data_dir() / "reference";
+  if (c.shared) {
+    if (const std::string why = testing::shared_dir_missing("reference"); !why.empty()) GTEST_SKIP() << why;
+  }
+  const auto dir = (c.shared ? testing::shared_dir() : testing::data_dir()) / "reference";
   const json ref = load_json(dir / (name + ".ref.json"));
   const auto& model = load_cached((dir / (name + ".gguf")).string());
   ASSERT_EQ(model.hparams().n_ff, 512);
@@ -199,7 +203,16 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, SynthReference,
                                            SynthCase{"q8_0", 1e-3f, 5e-2f},
                                            SynthCase{"q6_k", 1e-3f, 5e-2f},
                                            SynthCase{"q4_k", 1e-3f, 5e-2f},
-                                           SynthCase{"q4_0", 1e-3f, 5e-2f}),
+                                           SynthCase{"q4_0", 1e-3f, 5e-2f},
+                                           // "More tensor types": kernels that round like ggml's x86 code
+                                           SynthCase{"q4_1", 1e-5f, 5e-2f, true},
+                                           SynthCase{"q5_0", 1e-5f, 5e-2f, true},
+                                           SynthCase{"q5_1", 1e-5f, 5e-2f, true},
+                                           SynthCase{"q2_k", 1e-5f, 5e-2f, true},
+                                           SynthCase{"q3_k", 1e-5f, 5e-2f, true},
+                                           SynthCase{"q5_k", 1e-5f, 5e-2f, true},
+                                           SynthCase{"iq4_nl", 1e-5f, 5e-2f, true},
+                                           SynthCase{"iq4_xs", 1e-5f, 5e-2f, true}),
                          [](const ::testing::TestParamInfo<SynthCase>& p) { return std::string(p.param.type); });
 
 TEST(Llama, BatchedPrefillEqualsTokenByTokenAndChunking) {
