@@ -145,7 +145,7 @@ void portable_dequantize_row(GgmlType type, const void* src, float* dst, int64_t
       return;
     }
     default:
-      detail::lane_kernels(detail::blocks32_portable, detail::kquants_portable, type)->dequantize(src, dst, n);
+      detail::lanes_portable(type)->dequantize(src, dst, n);
       return;
   }
 }
@@ -330,13 +330,12 @@ float portable_vec_dot(GgmlType type, const void* row, const ActivationBuffer& a
       return dot_q6_k(static_cast<const BlockQ6_K*>(row), static_cast<const BlockQ8_K*>(a), n / 256);
     default: break;
   }
-  return detail::lane_kernels(detail::blocks32_portable, detail::kquants_portable, type)->dot(row, a, n);
+  return detail::lanes_portable(type)->dot(row, a, n);
 }
 
 void portable_matvec(GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act,
                      float* y) {
-  if (const detail::TypeKernels* k = detail::lane_kernels(detail::blocks32_portable, detail::kquants_portable, type))
-    return detail::matvec_rows(ggml_row_bytes(type, n), k->dot, w, n, r0, r1, act, y);
+  if (const detail::TypeKernels* k = detail::lanes_portable(type)) return k->matvec(w, n, r0, r1, act, y);
   const size_t stride = ggml_row_bytes(type, n);
   const auto* base = static_cast<const uint8_t*>(w);
   for (int64_t r = r0; r < r1; ++r) y[r - r0] = portable_vec_dot(type, base + static_cast<size_t>(r) * stride, act);

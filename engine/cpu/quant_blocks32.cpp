@@ -121,10 +121,8 @@ float dot_q8_1(const void* row, const void* act, int64_t n) {
   return acc.sum() + summs;
 }
 
-constexpr detail::TypeKernels kQ4_1{dequant_affine<BlockQ4_1>, dot_q8_1<BlockQ4_1>};
-constexpr detail::TypeKernels kQ5_0{dequant_scaled<BlockQ5_0>, dot_q5_0};
-constexpr detail::TypeKernels kQ5_1{dequant_affine<BlockQ5_1>, dot_q8_1<BlockQ5_1>};
-constexpr detail::TypeKernels kIQ4_NL{dequant_scaled<BlockIQ4_NL>, dot_iq4_nl};
+template <GgmlType T, void (*Dequant)(const void*, float*, int64_t), float (*Dot)(const void*, const void*, int64_t)>
+constexpr detail::TypeKernels kKernels{Dequant, Dot, detail::portable_matvec_rows<T, Dot>};
 
 }  // namespace
 
@@ -132,10 +130,10 @@ namespace detail {
 
 const TypeKernels* blocks32_portable(GgmlType type) {
   switch (type) {
-    case GgmlType::Q4_1: return &kQ4_1;
-    case GgmlType::Q5_0: return &kQ5_0;
-    case GgmlType::Q5_1: return &kQ5_1;
-    case GgmlType::IQ4_NL: return &kIQ4_NL;
+    case GgmlType::Q4_1: return &kKernels<GgmlType::Q4_1, dequant_affine<BlockQ4_1>, dot_q8_1<BlockQ4_1>>;
+    case GgmlType::Q5_0: return &kKernels<GgmlType::Q5_0, dequant_scaled<BlockQ5_0>, dot_q5_0>;
+    case GgmlType::Q5_1: return &kKernels<GgmlType::Q5_1, dequant_affine<BlockQ5_1>, dot_q8_1<BlockQ5_1>>;
+    case GgmlType::IQ4_NL: return &kKernels<GgmlType::IQ4_NL, dequant_scaled<BlockIQ4_NL>, dot_iq4_nl>;
     default: return nullptr;
   }
 }

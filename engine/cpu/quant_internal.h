@@ -21,27 +21,27 @@ struct TypeKernels {
   void (*dequantize)(const void* src, float* dst, int64_t n);
   // One row of n elements · activations in vec_dot_type(type) blocks (n elements).
   float (*dot)(const void* row, const void* act, int64_t n);
+  // y[r - r0] = row r · act for r in [r0, r1) of a row-major matrix (each row exactly as `dot`).
+  void (*matvec)(const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act, float* y);
 };
-// nullptr for the types a file does not hold. quant_blocks32*.cpp: Q4_1, Q5_0, Q5_1, IQ4_NL;
-// quant_kquants*.cpp: Q2_K, Q3_K, Q5_K, IQ4_XS. The AVX2 and AVX-512 lookups may be called only
-// when the CPU can run them.
+// nullptr for the types a set does not hold. Portable: quant_blocks32.cpp (Q4_1, Q5_0, Q5_1,
+// IQ4_NL) and quant_kquants.cpp (Q2_K, Q3_K, Q5_K, IQ4_XS); x86: quant_lanes_avx2.cpp and
+// quant_lanes_avx512.cpp (all eight; call only when the CPU can run them).
 const TypeKernels* blocks32_portable(GgmlType type);
 const TypeKernels* kquants_portable(GgmlType type);
-const TypeKernels* blocks32_avx2(GgmlType type);
-const TypeKernels* kquants_avx2(GgmlType type);
-const TypeKernels* blocks32_avx512(GgmlType type);
-const TypeKernels* kquants_avx512(GgmlType type);
-// The first non-null of the two lookups of a kernel set.
-inline const TypeKernels* lane_kernels(const TypeKernels* (*a)(GgmlType), const TypeKernels* (*b)(GgmlType),
-                                       GgmlType type) {
-  const TypeKernels* k = a(type);
-  return k != nullptr ? k : b(type);
-}
+const TypeKernels* lanes_portable(GgmlType type);  // the first non-null of the two above
+const TypeKernels* lanes_avx2(GgmlType type);
+const TypeKernels* lanes_avx512(GgmlType type);
 
 // y[r - r0] = dot(row r, act) for r in [r0, r1) of a row-major matrix with `row_bytes` per row,
 // prefetching a few rows ahead (quant.cpp: portable code any kernel set may call).
 void matvec_rows(size_t row_bytes, float (*dot)(const void*, const void*, int64_t), const void* w, int64_t n,
                  int64_t r0, int64_t r1, const ActivationBuffer& act, float* y);
+// TypeKernels::matvec of the portable sets: matvec_rows over Dot. Instantiate only in portable code.
+template <GgmlType T, float (*Dot)(const void*, const void*, int64_t)>
+void portable_matvec_rows(const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act, float* y) {
+  matvec_rows(ggml_row_bytes(T, n), Dot, w, n, r0, r1, act, y);
+}
 
 // Packed-layout helpers shared by the kernel sets (offsets inside a group; layout in quant.h).
 size_t packed_group_bytes(GgmlType type, int64_t n);  // bytes of one group of kPackRows rows

@@ -222,21 +222,24 @@ float dot_iq4_xs(const void* row, const void* act, int64_t n) {
   return acc.sum();
 }
 
-constexpr detail::TypeKernels kQ2_K{dequant_q2_k, dot_q2_k};
-constexpr detail::TypeKernels kQ3_K{dequant_q3_k, dot_q3_k};
-constexpr detail::TypeKernels kQ5_K{dequant_q5_k, dot_q5_k};
-constexpr detail::TypeKernels kIQ4_XS{dequant_iq4_xs, dot_iq4_xs};
+template <GgmlType T, void (*Dequant)(const void*, float*, int64_t), float (*Dot)(const void*, const void*, int64_t)>
+constexpr detail::TypeKernels kKernels{Dequant, Dot, detail::portable_matvec_rows<T, Dot>};
 
 }  // namespace
 
 namespace detail {
 
+const TypeKernels* lanes_portable(GgmlType type) {
+  const TypeKernels* k = blocks32_portable(type);
+  return k != nullptr ? k : kquants_portable(type);
+}
+
 const TypeKernels* kquants_portable(GgmlType type) {
   switch (type) {
-    case GgmlType::Q2_K: return &kQ2_K;
-    case GgmlType::Q3_K: return &kQ3_K;
-    case GgmlType::Q5_K: return &kQ5_K;
-    case GgmlType::IQ4_XS: return &kIQ4_XS;
+    case GgmlType::Q2_K: return &kKernels<GgmlType::Q2_K, dequant_q2_k, dot_q2_k>;
+    case GgmlType::Q3_K: return &kKernels<GgmlType::Q3_K, dequant_q3_k, dot_q3_k>;
+    case GgmlType::Q5_K: return &kKernels<GgmlType::Q5_K, dequant_q5_k, dot_q5_k>;
+    case GgmlType::IQ4_XS: return &kKernels<GgmlType::IQ4_XS, dequant_iq4_xs, dot_iq4_xs>;
     default: return nullptr;
   }
 }
