@@ -38,14 +38,6 @@ inline float bf16_inline(uint16_t h) {
   return f;
 }
 
-// Round half to even for |v| < 2^22 (ggml nearest_int; equals nearbyint in the default mode).
-inline int nearest_int(float v) {
-  float shifted = v + 12582912.f;
-  int32_t i;
-  std::memcpy(&i, &shifted, sizeof i);
-  return (i & 0x007FFFFF) - 0x00400000;
-}
-
 // ---- dequantization ----
 
 void dequant_q4_0(const BlockQ4_0* x, float* y, int64_t nb) {

@@ -37,6 +37,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "engine/ggml_types.h"
@@ -92,6 +93,15 @@ inline float round_f32(float v) {
   __asm__("" : "+w"(v));
 #endif
   return v;
+}
+
+// v rounded to the nearest int, ties to even, for |v| < 2^22 (ggml nearest_int: adding 1.5·2^23
+// leaves the rounded integer in the low mantissa bits; equals nearbyint in the default mode).
+inline int nearest_int(float v) {
+  const float shifted = v + 12582912.f;
+  int32_t i;
+  std::memcpy(&i, &shifted, sizeof i);
+  return (i & 0x007FFFFF) - 0x00400000;
 }
 
 // Q4_K: 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes (ggml get_scale_min_k4).
