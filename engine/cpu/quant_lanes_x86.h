@@ -98,6 +98,18 @@ inline __m256i x86_scaled_lanes(__m256i u, __m256i s, __m256i scales) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scales);
 }
 
+// Q4_K/Q5_K 6-bit scale and min of sub-block j (quant.h q4k_scale_min, repeated here so that no
+// inline function with external linkage is compiled with this file's flags).
+inline void x86_scale_min_k4(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *sc = static_cast<uint8_t>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+    *m = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+
 // acc = fma(scale, float(lanes), acc), the per-block step of every lane-exact kernel.
 inline __m256 x86_fma_lanes(float scale, __m256i lanes, __m256 acc) {
   return _mm256_fmadd_ps(_mm256_set1_ps(scale), _mm256_cvtepi32_ps(lanes), acc);
@@ -292,7 +304,7 @@ struct KQ5_K {
     explicit State(int64_t) {}
     void step(const W& x, const A& y, int64_t) {
       uint8_t sc[8], mn[8];
-      for (int j = 0; j < 8; ++j) q4k_scale_min(j, x.scales, &sc[j], &mn[j]);
+      for (int j = 0; j < 8; ++j) x86_scale_min_k4(j, x.scales, &sc[j], &mn[j]);
       int32_t mins = 0;
       for (int j = 0; j < 8; ++j) mins += mn[j] * (y.bsums[2 * j] + y.bsums[2 * j + 1]);
       summs = std::fma(-y.d * x86_h2f(x.dmin), static_cast<float>(mins), summs);
