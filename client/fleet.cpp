@@ -97,7 +97,7 @@ Result<std::vector<RunnerEntry>> list_runners(bridge::GitBus& bus) {
     RunnerEntry e;
     e.id = ref.substr(prefix.size());
     e.commit = oid;
-    auto f = bus.read_file(oid, "runner.json", bridge::kMaxRunnerDocBytes);
+    auto f = bus.read_file(oid, bridge::kRunnerDocFile, bridge::kMaxRunnerDocBytes);
     if (!f.ok()) {
       e.error = f.error().str();
     } else if (!f.value()) {
@@ -108,6 +108,11 @@ Result<std::vector<RunnerEntry>> list_runners(bridge::GitBus& bus) {
         e.error = "runner.json is not a JSON object" + (doc.ok() ? std::string() : ": " + doc.error().message);
       } else {
         e.doc = std::move(doc).value();
+        if (auto typed = bridge::parse_runner_doc(**f); typed.ok()) {
+          e.runner = std::move(typed).value();
+        } else {
+          e.error = typed.error().message;
+        }
         const auto& d = e.doc;
         if (d.contains("updated_at") && d["updated_at"].is_string()) {
           if (auto t = rfc3339_to_epoch(d["updated_at"].get<std::string>())) e.age_s = now_epoch() - *t;
@@ -120,8 +125,9 @@ Result<std::vector<RunnerEntry>> list_runners(bridge::GitBus& bus) {
   return out;
 }
 
-Result<GcReport> gc_requests(bridge::GitBus& bus, const std::string& ns, double older_than_s, bool dry_run) {
-  KAKEYA_ASSIGN_OR_RETURN(auto entries, list_requests(bus, ns, std::nullopt));
+Result<GcReport> gc_requests(bridge::GitBus& bus, const std::string& branch_prefix, double older_than_s,
+                             bool dry_run) {
+  KAKEYA_ASSIGN_OR_RETURN(auto entries, list_requests(bus, branch_prefix, std::nullopt));
   GcReport report;
   const double now = now_epoch();
   for (const auto& e : entries) {

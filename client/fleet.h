@@ -11,6 +11,7 @@
 
 #include "bridge/gitbus.h"
 #include "bridge/result.h"
+#include "bridge/runner_doc.h"
 
 namespace kakeya::client {
 
@@ -26,6 +27,7 @@ struct RunnerEntry {
   std::string id;                    // from the branch name kakeya/runners/<id>
   std::string commit;
   nlohmann::json doc;                // runner.json as published (null when unreadable)
+  std::optional<bridge::RunnerDoc> runner;  // the same, read as bridge::RunnerDoc (nullopt: unreadable)
   std::string error;                 // why doc could not be read
   std::optional<double> age_s;       // now - updated_at (the runner's clock; informational)
 };
@@ -48,10 +50,11 @@ struct GcReport {
   int kept = 0;                     // request branches not eligible (not terminal, or too recent)
 };
 
-// Deletes the request branches of namespace `ns` whose state is terminal and whose status
+// Deletes the request branches under `branch_prefix` whose state is terminal and whose status
 // updated_at is more than `older_than_s` seconds in the past, each with delete_cas against the
 // tip that was read (a branch that moved meanwhile is kept). Never deletes queued, claimed or
 // running requests, nor branches whose status cannot be read. `dry_run`: decide only.
-Result<GcReport> gc_requests(bridge::GitBus& bus, const std::string& ns, double older_than_s, bool dry_run);
+Result<GcReport> gc_requests(bridge::GitBus& bus, const std::string& branch_prefix, double older_than_s,
+                             bool dry_run);
 
 }  // namespace kakeya::client

@@ -21,7 +21,7 @@ int report_error(const Error& error, int exit_code) {
 
 bool is_usage_error(const Error& error) {
   static constexpr std::array<std::string_view, 14> kUsage = {
-      "usage",       "bad_argument",  "no_remote",    "bad_namespace",  "bad_param",
+      "usage",       "bad_argument",  "no_remote",    "bad_prefix"   ,  "bad_param",
       "unknown_param", "duplicate_param", "missing_param", "bad_type", "out_of_bounds",
       "bad_value",   "unknown_preset", "bad_suffix",  "bad_state"};
   for (auto c : kUsage) {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "bridge/layout.h"
+#include "bridge/utf8.h"
 #include "client/session.h"
 #include "client/wait_outcome.h"
 
@@ -112,9 +113,10 @@ std::string format_summary(const nlohmann::json& d) {
   std::string out;
   std::string state = d.value("state", std::string());
   if (!d.value("terminal", false)) state += " (deadline reached)";
-  out += fmt::format("branch:    {}\n", d.value("branch", std::string()));
+  // Branch, reason, runner and result names come from the remote: shown escaped.
+  out += fmt::format("branch:    {}\n", bridge::printable(d.value("branch", std::string())));
   out += fmt::format("state:     {}\n", state);
-  if (!d.value("reason", std::string()).empty()) out += fmt::format("reason:    {}\n", d.value("reason", std::string()));
+  if (!d.value("reason", std::string()).empty()) out += fmt::format("reason:    {}\n", bridge::printable(d.value("reason", std::string())));
   out += fmt::format("exit code: {}", d.value("exit_code", 0));
   if (d.contains("job_exit_code") && d["job_exit_code"].is_number_integer()) {
     out += fmt::format(" (job exited {})", d["job_exit_code"].get<int64_t>());
@@ -125,13 +127,13 @@ std::string format_summary(const nlohmann::json& d) {
   }
   out += fmt::format("waited:    {:.1f} s\n", d.value("seconds", 0.0));
   const std::string runner = d.value("runner_id", std::string());
-  out += fmt::format("runner:    {}\n", runner.empty() ? "(none)" : runner);
+  out += fmt::format("runner:    {}\n", runner.empty() ? "(none)" : bridge::printable(runner));
   const auto& results = d["results"];
   if (results.empty()) {
     out += "results:   (none)\n";
   } else {
     out += "results:\n";
-    for (const auto& f : results) out += "  " + f.get<std::string>() + "\n";
+    for (const auto& f : results) out += "  " + bridge::printable(f.get<std::string>()) + "\n";
   }
   return out;
 }

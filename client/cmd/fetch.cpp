@@ -1,6 +1,7 @@
 // kakeya fetch BRANCH|NONCE --dest DIR
 #include <iostream>
 
+#include "bridge/utf8.h"
 #include "client/cmd/commands.h"
 #include "client/output.h"
 #include "client/run_files.h"
@@ -30,7 +31,7 @@ Command add_fetch(CLI::App& root, GlobalOptions& g) {
               for (const auto& f : *files) list.push_back(f.string());
               print_json({{"branch", *branch}, {"commit", it->second}, {"dest", dest->string()}, {"files", list}});
             } else {
-              for (const auto& f : *files) std::cout << f.string() << "\n";
+              for (const auto& f : *files) std::cout << bridge::printable(f.string()) << "\n";
               std::cout << std::flush;
             }
             return kExitOk;

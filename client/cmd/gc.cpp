@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "bridge/utf8.h"
 #include "client/cmd/commands.h"
 #include "client/fleet.h"
 #include "client/output.h"
@@ -22,7 +23,7 @@ Command add_gc(CLI::App& root, GlobalOptions& g) {
             if (!limit.ok()) return report_error(limit.error(), kExitUsage);
             auto session = open_session(g);
             if (!session.ok()) return fail(session.error());
-            auto report = gc_requests(session->bus, session->ns, *limit, *dry);
+            auto report = gc_requests(session->bus, session->prefix, *limit, *dry);
             if (!report.ok()) return fail(report.error());
             int errors = 0;
             for (const auto& c : report->candidates) errors += c.outcome.starts_with("error") ? 1 : 0;
@@ -35,7 +36,8 @@ Command add_gc(CLI::App& root, GlobalOptions& g) {
               print_json({{"dry_run", *dry}, {"older_than_s", *limit}, {"candidates", arr}, {"kept", report->kept}});
             } else {
               for (const auto& c : report->candidates) {
-                std::cout << fmt::format("{:<13} {:<48} {:<12} {}\n", c.outcome, c.branch, c.state, c.updated_at);
+                std::cout << fmt::format("{:<13} {:<48} {:<12} {}\n", c.outcome, bridge::printable(c.branch), c.state,
+                                         bridge::printable(c.updated_at));
               }
               std::cout << fmt::format("{} {} finished request branch(es); {} kept (not finished or too recent)\n",
                                        *dry ? "would delete" : "deleted",

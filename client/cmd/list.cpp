@@ -23,7 +23,7 @@ Command add_list(CLI::App& root, GlobalOptions& g) {
             }
             auto session = open_session(g);
             if (!session.ok()) return fail(session.error());
-            auto entries = list_requests(session->bus, session->ns, filter);
+            auto entries = list_requests(session->bus, session->prefix, filter);
             if (!entries.ok()) return fail(entries.error());
             if (g.json) {
               nlohmann::json arr = nlohmann::json::array();
