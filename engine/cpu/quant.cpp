@@ -137,7 +137,7 @@ void portable_dequantize_row(GgmlType type, const void* src, float* dst, int64_t
       return;
     }
     default:
-      detail::lanes_portable(type)->dequantize(src, dst, n);
+      if (const detail::TypeKernels* k = detail::lanes_portable(type)) k->dequantize(src, dst, n);
       return;
   }
 }
@@ -322,7 +322,8 @@ float portable_vec_dot(GgmlType type, const void* row, const ActivationBuffer& a
       return dot_q6_k(static_cast<const BlockQ6_K*>(row), static_cast<const BlockQ8_K*>(a), n / 256);
     default: break;
   }
-  return detail::lanes_portable(type)->dot(row, a, n);
+  const detail::TypeKernels* k = detail::lanes_portable(type);  // nullptr only for activation formats
+  return k != nullptr ? k->dot(row, a, n) : 0.0f;
 }
 
 void portable_matvec(GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act,

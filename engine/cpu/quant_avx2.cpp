@@ -567,7 +567,8 @@ float avx2_vec_dot(GgmlType type, const void* row, const ActivationBuffer& act) 
     case GgmlType::Q6_K: return row_dot<GgmlType::Q6_K>(row, a, act.n);
     default: break;
   }
-  return detail::lanes_avx2(type)->dot(row, a, act.n);
+  const detail::TypeKernels* k = detail::lanes_avx2(type);  // nullptr only for activation formats
+  return k != nullptr ? k->dot(row, a, act.n) : 0.0f;
 }
 
 void avx2_matvec(GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act,
@@ -580,7 +581,9 @@ void avx2_matvec(GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1
     case GgmlType::Q4_0: return rows_q4_0(w, n, r0, r1, act, y);
     case GgmlType::Q4_K: return rows_dot<GgmlType::Q4_K>(w, n, r0, r1, act, y);
     case GgmlType::Q6_K: return rows_dot<GgmlType::Q6_K>(w, n, r0, r1, act, y);
-    default: return detail::lanes_avx2(type)->matvec(w, n, r0, r1, act, y);
+    default:
+      if (const detail::TypeKernels* k = detail::lanes_avx2(type)) k->matvec(w, n, r0, r1, act, y);
+      return;
   }
 }
 
