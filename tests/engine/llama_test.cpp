@@ -235,8 +235,17 @@ TEST(Llama, BatchedPrefillEqualsTokenByTokenAndChunking) {
 // logits must be bit-identical to token-by-token decode. The 256-wide synthetic models have
 // matrices of several tiles (e.g. 512 output rows of 1 KiB in F32).
 TEST(Llama, QuantizedActivationBatchIsBitIdenticalToDecode) {
-  for (const char* type : {"f32", "f16", "q8_0", "q4_0", "q4_k"}) {
-    const auto path = testing::data_dir() / "reference" / (std::string("synth-llama-256-") + type + ".gguf");
+  std::vector<std::filesystem::path> files;
+  for (const char* type : {"f32", "f16", "q8_0", "q4_0", "q4_k"})
+    files.push_back(testing::data_dir() / "reference" / (std::string("synth-llama-256-") + type + ".gguf"));
+  if (testing::shared_dir_missing("reference").empty()) {
+    for (const char* type : {"q4_1", "q5_0", "q5_1", "q2_k", "q3_k", "q5_k", "iq4_nl", "iq4_xs"})
+      files.push_back(testing::shared_dir() / "reference" / (std::string("synth-llama-256-") + type + ".gguf"));
+  } else {
+    std::printf("  the eight shared files skipped: %s\n", testing::shared_dir_missing("reference").c_str());
+  }
+  for (const auto& path : files) {
+    const std::string type = path.stem().string();
     const auto& model = load_cached(path.string());
     const std::vector<int32_t> prompt = {1, 17, 300, 42, 99, 511, 7, 250, 3};
     auto one = test::context(model, test::cpu(2), 64);
