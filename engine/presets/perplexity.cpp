@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/llama.h"
+#include "engine/sampling.h"
 
 namespace kakeya::engine {
 
@@ -44,11 +45,7 @@ Result<std::string> read_text_file(const std::string& path) {
 }
 
 double token_nll(std::span<const float> logits, int32_t token) {
-  float max_logit = logits[0];
-  for (float l : logits) max_logit = std::max(max_logit, l);
-  double sum_exp = 0.0;
-  for (float l : logits) sum_exp += std::exp(l - max_logit);
-  return -(logits[static_cast<size_t>(token)] - max_logit - std::log(sum_exp));
+  return log_sum_exp(logits) - logits[static_cast<size_t>(token)];
 }
 
 Result<nlohmann::json> run_perplexity(const LlamaModel& model, const Tokenizer& tok, Backend& backend,
