@@ -113,7 +113,7 @@ Result<RopeParams> read_rope(const GgufFile& f, const std::string& p, const Arch
   } else if (type == "yarn") {
     r.scaling = RopeScaling::kYarn;
   } else {
-    return make_error("unsupported_rope", p + "rope.scaling.type \"" + type +
+    return make_error("unsupported_architecture", p + "rope.scaling.type \"" + type +
                                               "\" is not supported (none, linear or yarn)");
   }
   const std::string factor_key =

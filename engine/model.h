@@ -92,7 +92,8 @@ class LlamaModel {
   // Opens and validates a GGUF model of an architecture the engine runs (llama, qwen2).
   // Errors: GGUF read errors; "unsupported_architecture" (general.architecture is none of them,
   // or a mixture-of-experts file; the message names it and lists the supported ones);
-  // "unsupported_rope" (a rope.scaling.type other than none, linear, yarn, naming it);
+  // "unsupported_architecture" also for a rope.scaling.type other than none, linear or yarn
+  // (naming it);
   // "missing_tensor"; "bad_shape" (a tensor's ne disagrees with the hparams, message names the
   // tensor, expected and found); "bad_hparams" (e.g. n_embd % n_head != 0 without a key_length,
   // key_length != value_length, rope.dimension_count != the head size, n_head % n_head_kv != 0,

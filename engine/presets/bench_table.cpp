@@ -69,7 +69,7 @@ nlohmann::json to_json(const BenchRow& r) {
 
 Result<std::vector<BenchRow>> ar_bench_table(const nlohmann::json& report) {
   for (const char* key : {"model", "engine", "config", "samples"}) {
-    if (!report.contains(key)) return make_error("bad_report", std::string("ar-bench report has no ") + key);
+    if (!report.contains(key)) return make_error("missing_key", std::string("ar-bench report has no ") + key);
   }
   const nlohmann::json& m = report["model"];
   BenchRow base;

@@ -39,7 +39,7 @@ struct BenchRow {
 };
 
 // The rows of an ar-bench report (presets/ar_bench.h): pp then tg per prompt length, in the
-// report's order. Errors: "bad_report" naming a missing field.
+// report's order. Errors: "missing_key" naming a missing field.
 Result<std::vector<BenchRow>> ar_bench_table(const nlohmann::json& report);
 
 // "md" (llama-bench's markdown table), "csv" (a header line, then one quoted line per row) or

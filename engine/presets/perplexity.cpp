@@ -21,7 +21,7 @@ Result<PerplexityPlan> plan_perplexity(size_t n_tokens, size_t n_ctx, int chunks
   }
   if (chunks < 0) return make_error("bad_param", "perplexity: chunks " + std::to_string(chunks) + " is negative");
   if (n_tokens < 2 * n_ctx) {
-    return make_error("too_few_tokens", "perplexity: the text tokenizes to " + std::to_string(n_tokens) +
+    return make_error("out_of_range", "perplexity: the text tokenizes to " + std::to_string(n_tokens) +
                                             " tokens; a context of " + std::to_string(n_ctx) + " needs at least " +
                                             std::to_string(2 * n_ctx));
   }

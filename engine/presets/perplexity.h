@@ -53,7 +53,7 @@ struct PerplexityPlan {
   size_t first = 0;             // first scored position in a chunk (n_ctx / 2)
   size_t scored_per_chunk = 0;  // n_ctx − 1 − first
 };
-// Errors: "bad_param" (n_ctx < 3: nothing would be scored; chunks < 0), "too_few_tokens" (fewer
+// Errors: "bad_param" (n_ctx < 3: nothing would be scored; chunks < 0), "out_of_range" (fewer
 // than 2·n_ctx tokens, naming both numbers, as llama-perplexity refuses).
 Result<PerplexityPlan> plan_perplexity(size_t n_tokens, size_t n_ctx, int chunks);
 

@@ -58,7 +58,7 @@ TEST(BenchTable, RowsPerTestWithMeanAndSampleStddev) {
   EXPECT_EQ((*rows)[1].n_depth, 16);
   EXPECT_DOUBLE_EQ((*rows)[3].avg_ts, 11);
   EXPECT_DOUBLE_EQ((*rows)[3].stddev_ts, 2);
-  EXPECT_EQ(ar_bench_table(json::object()).error().code, "bad_report");
+  EXPECT_EQ(ar_bench_table(json::object()).error().code, "missing_key");
 }
 
 TEST(BenchTable, MarkdownAsLlamaBenchPrintsIt) {

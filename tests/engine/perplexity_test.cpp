@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -13,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bridge/gate.h"
+#include "bridge/report_envelope.h"
 #include "engine/llama.h"
 #include "engine/tokenizer.h"
 #include "tests/engine/backends.h"
@@ -70,7 +73,7 @@ TEST(Perplexity, PlanFollowsLlamaPerplexitysChunking) {
   EXPECT_EQ(plan_perplexity(1024, 512, 0)->n_chunk, 2u) << "exactly 2·n_ctx is enough";
   const auto few = plan_perplexity(857, 512, 0);
   ASSERT_FALSE(few.ok());
-  EXPECT_EQ(few.error().code, "too_few_tokens");
+  EXPECT_EQ(few.error().code, "out_of_range");
   EXPECT_NE(few.error().message.find("857"), std::string::npos) << few.error().message;
   EXPECT_NE(few.error().message.find("1024"), std::string::npos) << few.error().message;
   EXPECT_EQ(plan_perplexity(1000, 2, 0).error().code, "bad_param");
@@ -124,12 +127,17 @@ TEST(Perplexity, MatchesLlamaPerplexityOnAShortStory) {
     EXPECT_EQ((*r)["aggregates"]["scored_tokens"], run["n_chunk"].get<size_t>() * (c.n_ctx - 1 - c.n_ctx / 2));
     EXPECT_EQ((*r)["kind"], "perplexity");
     EXPECT_EQ((*r)["engine"]["backend"], "cpu");
+    // The runner reads its envelope and gates it (PROVENANCE) like every other report.
+    EXPECT_TRUE(bridge::read_report_envelope(*r).ok());
+    const bridge::GateVerdict v = bridge::evaluate_gate(*r, {});
+    EXPECT_TRUE(v.passed) << v.to_json().dump();
+    EXPECT_NE(std::find(v.rules_checked.begin(), v.rules_checked.end(), "PROVENANCE"), v.rules_checked.end());
   }
   PerplexityConfig big;
   big.n_ctx = ref["refused"]["n_ctx"].get<size_t>();
   auto refused = run_perplexity(s.model, s.tok, test::cpu(2), text, big);
   ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.error().code, "too_few_tokens");
+  EXPECT_EQ(refused.error().code, "out_of_range");
 }
 
 // The figure recomputed here from the engine's logits of whole chunks (one eval each, every row
