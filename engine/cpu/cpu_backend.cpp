@@ -77,20 +77,8 @@ void rope_row(float* x, int64_t n_heads, int64_t head_dim, const RopeParams& p, 
   }
 }
 
-bool matmul_type(GgmlType t) {
-  switch (t) {
-    case GgmlType::F32:
-    case GgmlType::F16:
-    case GgmlType::BF16:
-    case GgmlType::Q8_0:
-    case GgmlType::Q4_0:
-    case GgmlType::Q4_K:
-    case GgmlType::Q6_K:
-      return true;
-    default:
-      return false;
-  }
-}
+// Every type with dot-product kernels (engine/cpu/quant.h) runs the matmul paths.
+bool matmul_type(GgmlType t) { return has_dot_kernels(t); }
 
 }  // namespace
 
