@@ -36,6 +36,7 @@ Result<std::shared_ptr<const ModelWeights>> Backend::weights(const LlamaModel& m
   const LlamaWeights& src = model.weights();
   const GgufFile* file = &model.gguf();
   auto upload = [&](const WeightMatrix& m, WeightUse use, Tensor& out) -> Status {
+    if (!m.present()) return ok_status();  // an optional weight the model lacks
     KAKEYA_ASSIGN_OR_RETURN(UploadedWeight u, upload_weight(m, use, file));
     out = u.tensor;
     w->buffers.push_back(std::move(u.buffer));
@@ -55,7 +56,13 @@ Result<std::shared_ptr<const ModelWeights>> Backend::weights(const LlamaModel& m
     KAKEYA_TRY(upload(L.w_gate, WeightUse::kMatmul, D.w_gate));
     KAKEYA_TRY(upload(L.w_up, WeightUse::kMatmul, D.w_up));
     KAKEYA_TRY(upload(L.w_down, WeightUse::kMatmul, D.w_down));
+    const std::pair<const WeightMatrix*, Tensor*> biases[] = {{&L.bq, &D.bq},         {&L.bk, &D.bk},
+                                                              {&L.bv, &D.bv},         {&L.bo, &D.bo},
+                                                              {&L.b_gate, &D.b_gate}, {&L.b_up, &D.b_up},
+                                                              {&L.b_down, &D.b_down}};
+    for (const auto& [bias, dst] : biases) KAKEYA_TRY(upload(*bias, WeightUse::kVector, *dst));
   }
+  KAKEYA_TRY(upload(src.rope_freqs, WeightUse::kVector, w->rope_freqs));
   KAKEYA_TRY(upload(src.output_norm, WeightUse::kVector, w->output_norm));
   KAKEYA_TRY(upload(src.output, WeightUse::kMatmul, w->output));
   w->layout = describe_weights(*w);

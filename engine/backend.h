@@ -82,6 +82,8 @@ struct Tensor {
   int64_t rows = 0;
   size_t row_bytes() const { return ggml_row_bytes(type, cols); }
   size_t bytes() const { return row_bytes() * static_cast<size_t>(rows); }
+  // False for the empty view of an optional weight the model lacks (ModelWeights).
+  bool present() const { return buffer != nullptr; }
   // Rows [first, first + n) of this view. REQUIRES: first + n <= rows.
   Tensor row_range(int64_t first, int64_t n) const;
 };
@@ -99,15 +101,19 @@ struct UploadedWeight {
 // A model's weights on one backend (Backend::weights), shared by every context on the model.
 // Shapes: token_embd [n_vocab][n_embd]; wq [n_head·hd][n_embd]; wk, wv [n_head_kv·hd][n_embd];
 // wo [n_embd][n_head·hd]; w_gate, w_up [n_ff][n_embd]; w_down [n_embd][n_ff]; norms [1][n_embd]
-// F32; output [n_vocab][n_embd] (a matmul copy of token_embd when the file ties them).
+// F32; output [n_vocab][n_embd] (a matmul copy of token_embd when the file ties them). Optional
+// weights (present() false when the model has none): the biases, [1][rows of their matrix] F32,
+// and rope_freqs [1][head_dim/2] F32 (model.h).
 struct ModelWeights {
   struct Layer {
     Tensor attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
+    Tensor bq, bk, bv, bo, b_gate, b_up, b_down;
   };
   Tensor token_embd;
   std::vector<Layer> layers;
   Tensor output_norm;
   Tensor output;
+  Tensor rope_freqs;
   std::vector<std::unique_ptr<BackendBuffer>> buffers;  // the memory behind the views
   // Backend::describe_weights: e.g. the CPU's {"layout", "packed_matrices", "packed_bytes"}.
   nlohmann::json layout = nlohmann::json::object();

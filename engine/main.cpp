@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   kakeya::engine::cmd::add_niah_eval(app, exit_code);
   kakeya::engine::cmd::add_kv_quant_eval(app, exit_code);
   kakeya::engine::cmd::add_kv_calibrate(app, exit_code);
+  kakeya::engine::cmd::add_perplexity(app, exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

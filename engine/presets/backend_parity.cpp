@@ -73,6 +73,13 @@ Result<std::vector<float>> reference_logits(const LlamaModel& model, std::span<c
   std::vector<Norms> norms;
   for (const LlamaLayerWeights& L : W.layers) norms.push_back({reference::dequantize(L.attn_norm), reference::dequantize(L.ffn_norm)});
   const std::vector<float> output_norm = reference::dequantize(W.output_norm);
+  const std::vector<float> rope_freqs = W.rope_freqs.present() ? reference::dequantize(W.rope_freqs) : std::vector<float>{};
+  const float* freq_factors = rope_freqs.empty() ? nullptr : rope_freqs.data();
+  // y = W·x, then + b where the model has that bias.
+  auto matvec_bias = [](const WeightMatrix& w, const WeightMatrix& b, const float* in, float* y) {
+    reference::matvec(w, in, y);
+    if (b.present()) reference::add_bias(y, reference::dequantize(b).data(), static_cast<size_t>(w.n_out));
+  };
   std::vector<float> logits(n * V);
   for (size_t t = 0; t < n; ++t) {
     float* xt = x.data() + t * E;
@@ -82,28 +89,24 @@ Result<std::vector<float>> reference_logits(const LlamaModel& model, std::span<c
       reference::rms_norm(xt, norms[il].attn.data(), hp.n_embd, hp.rms_eps, xn.data());
       float* k = kc[il].data() + t * KD;
       float* v = vc[il].data() + t * KD;
-      reference::matvec(L.wq, xn.data(), q.data());
-      reference::matvec(L.wk, xn.data(), k);
-      reference::matvec(L.wv, xn.data(), v);
-      RopeParams rope;
-      rope.n_dims = hp.rope_dim;
-      rope.freq_base = hp.rope_freq_base;
-      rope.n_ctx_orig = hp.n_ctx_train;
-      reference::rope(q.data(), hp.n_head, hp.head_dim, rope, nullptr, static_cast<int64_t>(t));
-      reference::rope(k, hp.n_head_kv, hp.head_dim, rope, nullptr, static_cast<int64_t>(t));
+      matvec_bias(L.wq, L.bq, xn.data(), q.data());
+      matvec_bias(L.wk, L.bk, xn.data(), k);
+      matvec_bias(L.wv, L.bv, xn.data(), v);
+      reference::rope(q.data(), hp.n_head, hp.head_dim, hp.rope, freq_factors, static_cast<int64_t>(t));
+      reference::rope(k, hp.n_head_kv, hp.head_dim, hp.rope, freq_factors, static_cast<int64_t>(t));
       for (size_t h = 0; h < static_cast<size_t>(hp.n_head); ++h) {
         const size_t g = h / static_cast<size_t>(hp.n_gqa());
         // Causal: the slots of every position so far (no window).
         const KvSlots slots{t + 1, KD, positions.data(), kc[il].data() + g * HD, vc[il].data() + g * HD};
         reference::attention_head(q.data() + h * HD, slots, static_cast<int32_t>(t), hp.head_dim, att.data() + h * HD);
       }
-      reference::matvec(L.wo, att.data(), tmp.data());
+      matvec_bias(L.wo, L.bo, att.data(), tmp.data());
       for (size_t i = 0; i < E; ++i) xt[i] += tmp[i];
       reference::rms_norm(xt, norms[il].ffn.data(), hp.n_embd, hp.rms_eps, xn.data());
-      reference::matvec(L.w_gate, xn.data(), gate.data());
-      reference::matvec(L.w_up, xn.data(), up.data());
+      matvec_bias(L.w_gate, L.b_gate, xn.data(), gate.data());
+      matvec_bias(L.w_up, L.b_up, xn.data(), up.data());
       reference::swiglu(gate.data(), up.data(), F);
-      reference::matvec(L.w_down, gate.data(), tmp.data());
+      matvec_bias(L.w_down, L.b_down, gate.data(), tmp.data());
       for (size_t i = 0; i < E; ++i) xt[i] += tmp[i];
     }
     reference::rms_norm(xt, output_norm.data(), hp.n_embd, hp.rms_eps, xn.data());

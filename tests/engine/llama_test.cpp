@@ -90,7 +90,9 @@ TEST(Llama, Stories260kGreedyFromBosMatchesGolden) {
   EXPECT_EQ(hp.n_embd, 64);
   EXPECT_EQ(hp.n_layer, 5);
   EXPECT_EQ(hp.n_head_kv, 4);
-  EXPECT_EQ(hp.rope_freq_base, 10000.0f);
+  EXPECT_EQ(hp.rope.freq_base, 10000.0f);
+  EXPECT_EQ(hp.rope.layout, RopeLayout::kNormal);
+  EXPECT_EQ(hp.rope.freq_scale, 1.0f);
   const auto expected = stories_golden_ids();
   ASSERT_EQ(expected.size(), 200u);
   for (int threads : {1, 2}) {
