@@ -119,12 +119,12 @@ struct Peak {
   float (*loop)(int64_t) = nullptr;
 };
 
-// The peaks this CPU has for the active kernel set (quant.h active_kernel_isa()); none on the
-// portable set.
-inline std::vector<Peak> peaks() {
+// The peaks of kernel set `isa` (default: the active one, quant.h active_kernel_isa()) on this
+// CPU; none on the portable set. REQUIRES: kernel_isa_available(isa).
+inline std::vector<Peak> peaks(KernelIsa isa = active_kernel_isa()) {
   const CpuFeatures& f = cpu_features();
   std::vector<Peak> p;
-  switch (active_kernel_isa()) {
+  switch (isa) {
     case KernelIsa::Avx512:
       p.push_back({"fma_f32", "vfmadd231ps zmm", kChains * 16 * 2.0, fma512});
       if (f.avx512bf16) p.push_back({"bf16_dot", "vdpbf16ps zmm", kChains * 32 * 2.0, bf16dot512});

@@ -59,6 +59,7 @@ KAKEYA_BF16_TARGET void bf16_micro(int64_t np, const uint32_t* a, size_t lda, co
                                    size_t ldc, int64_t nj, bool first) {
   __m512 acc[MR][2];
   const int live0 = static_cast<int>(std::min<int64_t>(16, nj)), live1 = static_cast<int>(std::max<int64_t>(0, nj - 16));
+  KAKEYA_UNROLL_TOKENS
   for (int i = 0; i < MR; ++i) {
     float* ci = c + static_cast<size_t>(i) * ldc;
     acc[i][0] = first ? _mm512_setzero_ps() : load_first<Vec512>(ci, live0);
@@ -67,12 +68,14 @@ KAKEYA_BF16_TARGET void bf16_micro(int64_t np, const uint32_t* a, size_t lda, co
   for (int64_t p = 0; p < np; ++p) {
     const __m512bh b0 = (__m512bh)_mm512_loadu_si512(panel + p * 32);
     const __m512bh b1 = (__m512bh)_mm512_loadu_si512(panel + p * 32 + 16);
+    KAKEYA_UNROLL_TOKENS
     for (int i = 0; i < MR; ++i) {
       const __m512bh ai = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[static_cast<size_t>(i) * lda + static_cast<size_t>(p)]));
       acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
       acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
     }
   }
+  KAKEYA_UNROLL_TOKENS
   for (int i = 0; i < MR; ++i) {
     float* ci = c + static_cast<size_t>(i) * ldc;
     store_first<Vec512>(ci, acc[i][0], live0);

@@ -35,6 +35,12 @@
 #pragma clang fp contract(off)
 #endif
 
+// Fully unrolls a loop over the MR tokens of a micro-kernel, so its accumulators stay in
+// registers: GCC 12 at -O2 keeps a 12-iteration loop rolled and the accumulator array in memory
+// (a load and a store around every FMA: 15% of the core's FMA peak for F16 weights). The
+// arithmetic, and so every result bit, is the same either way.
+#define KAKEYA_UNROLL_TOKENS _Pragma("GCC unroll 16")
+
 namespace kakeya::engine {
 namespace {
 
@@ -318,6 +324,7 @@ void float_micro(int64_t kc, const float* a, size_t lda, const float* panel, flo
   using F = typename V::F;
   F acc[MR][2];
   const int live0 = static_cast<int>(std::min<int64_t>(L, nj)), live1 = static_cast<int>(std::max<int64_t>(0, nj - L));
+  KAKEYA_UNROLL_TOKENS
   for (int i = 0; i < MR; ++i) {
     float* ci = c + static_cast<size_t>(i) * ldc;
     acc[i][0] = first ? V::fzero() : load_first<V>(ci, live0);
@@ -325,6 +332,7 @@ void float_micro(int64_t kc, const float* a, size_t lda, const float* panel, flo
   }
   for (int64_t kk = 0; kk < kc; ++kk) {
     const F b0 = V::load(panel + kk * 2 * L), b1 = V::load(panel + kk * 2 * L + L);
+    KAKEYA_UNROLL_TOKENS
     for (int i = 0; i < MR; ++i) {
       const F ai = V::set1(a[static_cast<size_t>(i) * lda + static_cast<size_t>(kk)]);
       acc[i][0] = V::fmadd(ai, b0, acc[i][0]);
@@ -332,6 +340,7 @@ void float_micro(int64_t kc, const float* a, size_t lda, const float* panel, flo
     }
   }
   const F va = V::set1(alpha);
+  KAKEYA_UNROLL_TOKENS
   for (int i = 0; i < MR; ++i) {
     float* ci = c + static_cast<size_t>(i) * ldc;
     if (last && alpha != 1.0f) {
@@ -436,8 +445,10 @@ void packed_micro(const uint8_t* group, int half, int64_t nb, const ActivationBu
   using I = typename V::I;
   constexpr int L = V::kLanes;
   F acc[MR];
+  KAKEYA_UNROLL_TOKENS
   for (int i = 0; i < MR; ++i) acc[i] = V::fzero();
   const BlockQ8_0* a[MR];
+  KAKEYA_UNROLL_TOKENS
   for (int i = 0; i < MR; ++i) a[i] = reinterpret_cast<const BlockQ8_0*>(acts[i]->bytes.data());
   const size_t lane_off = static_cast<size_t>(half) * L * 4;
   for (int64_t b = 0; b < nb; ++b) {
@@ -451,6 +462,7 @@ void packed_micro(const uint8_t* group, int half, int64_t nb, const ActivationBu
         lo[c] = V::band(v, low4);
         hi[c] = V::band(V::srli16(v, 4), low4);
       }
+      KAKEYA_UNROLL_TOKENS
       for (int i = 0; i < MR; ++i) {
         const int8_t* qy = a[i][b].qs;
         I s = V::iset1(start[i * nb + b]);
@@ -463,6 +475,7 @@ void packed_micro(const uint8_t* group, int half, int64_t nb, const ActivationBu
     } else {
       I w[8];
       for (int c = 0; c < 8; ++c) w[c] = V::s8_operand(V::iload(q + 64 * c));
+      KAKEYA_UNROLL_TOKENS
       for (int i = 0; i < MR; ++i) {
         const int8_t* qy = a[i][b].qs;
         I s = V::iset1(start[i * nb + b]);
@@ -472,6 +485,7 @@ void packed_micro(const uint8_t* group, int half, int64_t nb, const ActivationBu
       }
     }
   }
+  KAKEYA_UNROLL_TOKENS
   for (int i = 0; i < MR; ++i) out[i] = acc[i];
 }
 
@@ -675,8 +689,10 @@ void kquant_micro(const uint32_t* tile, int64_t ns, int64_t sb0, int64_t nsb, co
   for (int64_t s = 0; s < ns; ++s) {
     const int64_t sb = sb0 + s;
     const BlockQ8_K* a[MR];
+    KAKEYA_UNROLL_TOKENS
     for (int i = 0; i < MR; ++i) a[i] = reinterpret_cast<const BlockQ8_K*>(acts[i]->bytes.data()) + sb;
     I sumq[MR];
+    KAKEYA_UNROLL_TOKENS
     for (int i = 0; i < MR; ++i) sumq[i] = V::izero();
     if constexpr (T == GgmlType::Q4_K) {
       using Tl = Q4kTile<L>;
@@ -685,6 +701,7 @@ void kquant_micro(const uint32_t* tile, int64_t ns, int64_t sb0, int64_t nsb, co
         I w[8];
         for (int c = 0; c < 8; ++c) w[c] = V::iload(Tl::q(t) + (8 * j + c) * L);
         const I sc = V::iload(Tl::sc(t) + j * L);
+        KAKEYA_UNROLL_TOKENS
         for (int i = 0; i < MR; ++i) {
           const int8_t* qy = a[i]->qs + 32 * j;
           I dot = V::izero();
@@ -695,6 +712,7 @@ void kquant_micro(const uint32_t* tile, int64_t ns, int64_t sb0, int64_t nsb, co
       const F dw = V::load(Tl::d(t)), dmw = V::load(Tl::dmin(t));
       I mins[4];
       for (int p = 0; p < 4; ++p) mins[p] = V::iload(Tl::mins(t) + p * L);
+      KAKEYA_UNROLL_TOKENS
       for (int i = 0; i < MR; ++i) {
         const uint32_t* pairs = terms.pairs + ((t0 + i) * nsb + sb) * 4;
         I summ = V::izero();
@@ -711,6 +729,7 @@ void kquant_micro(const uint32_t* tile, int64_t ns, int64_t sb0, int64_t nsb, co
         I w[4];
         for (int c = 0; c < 4; ++c) w[c] = V::iload(Tl::q(t) + (4 * g + c) * L);
         const I sc = V::iload(Tl::sc(t) + g * L);
+        KAKEYA_UNROLL_TOKENS
         for (int i = 0; i < MR; ++i) {
           const int8_t* qy = a[i]->qs + 16 * g;
           I dot = V::izero();
@@ -719,6 +738,7 @@ void kquant_micro(const uint32_t* tile, int64_t ns, int64_t sb0, int64_t nsb, co
         }
       }
       const F dw = V::load(Tl::d(t));
+      KAKEYA_UNROLL_TOKENS
       for (int i = 0; i < MR; ++i) {
         // Σ_g sc_g·(dot_g − 32·Σa_g): the offset of the unsigned 6-bit values, from the sums per 16.
         I off = V::izero();
