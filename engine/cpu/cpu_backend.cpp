@@ -33,15 +33,8 @@ void rms_norm_row(const float* x, const float* w, int64_t n, float eps, float* y
   for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * scale) * w[i];
 }
 
-// GGML rope mode 0 on n_heads heads of head_dim at one position (ggml_rope_cache_init).
-void rope_row(float* x, int64_t n_heads, int64_t head_dim, int64_t rope_dim, float theta_scale, int32_t pos,
-              float* cache) {
-  float theta = static_cast<float>(pos);
-  for (int64_t i0 = 0; i0 < rope_dim; i0 += 2) {
-    cache[i0] = std::cos(theta);
-    cache[i0 + 1] = std::sin(theta);
-    theta *= theta_scale;
-  }
+// GGML rope mode 0 on n_heads heads of head_dim with the angles of one position (rope_angles).
+void rope_row(float* x, int64_t n_heads, int64_t head_dim, int64_t rope_dim, const float* cache) {
   for (int64_t h = 0; h < n_heads; ++h) {
     float* v = x + h * head_dim;
     for (int64_t i0 = 0; i0 < rope_dim; i0 += 2) {
@@ -258,12 +251,13 @@ void CpuBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, cons
 void CpuBackend::rope(const Tensor& x, const RopeArgs& args, std::span<const int32_t> positions) {
   float* xs = f32(x);
   const size_t width = static_cast<size_t>(x.cols);
-  const float theta_scale = std::pow(args.freq_base, -2.0f / static_cast<float>(args.rope_dim));
   reserve_thread_f32(static_cast<size_t>(args.rope_dim));
   pool_.parallel_ranges(positions.size(), 1, [&](size_t a, size_t b, int thread) {
     float* cache = s_.thread_f32[static_cast<size_t>(thread)].data();
-    for (size_t t = a; t < b; ++t)
-      rope_row(xs + t * width, args.n_heads, args.head_dim, args.rope_dim, theta_scale, positions[t], cache);
+    for (size_t t = a; t < b; ++t) {
+      rope_angles(args, positions[t], cache);
+      rope_row(xs + t * width, args.n_heads, args.head_dim, args.rope_dim, cache);
+    }
   });
 }
 
