@@ -15,6 +15,7 @@ namespace {
 constexpr size_t kArenaBlockBytes = size_t{1} << 20;
 constexpr size_t kUploadChunkBytes = size_t{16} << 20;
 constexpr uint32_t kMaxGroups = 65535;
+constexpr uint32_t kMatvecWg = 64;  // invocations per mat-vec workgroup (shared by WG / lanes rows)
 
 // Push constants in the GLSL std430 layout: buffer references 8-byte aligned, scalars 4.
 class Push {
@@ -441,11 +442,16 @@ void VulkanBackend::matmul(std::span<const MatmulOut> outs, const Tensor& x) {
       }
       xa = s.address();
     }
-    const uint32_t rows = static_cast<uint32_t>(w.rows);
-    const uint32_t gx = std::min(rows, kMaxGroups);
+    // Lanes per row: the power of two nearest the row's sub-blocks of 32, at most kMatvecWg.
+    const size_t subs = (static_cast<size_t>(w.cols) + 31) / 32;
+    uint32_t lanes = 1;
+    while (lanes < kMatvecWg && lanes * 2 <= subs) lanes *= 2;
+    const uint32_t groups = static_cast<uint32_t>((static_cast<size_t>(w.rows) * lanes + kMatvecWg - 1) / kMatvecWg);
+    const uint32_t gx = std::min(groups, kMaxGroups);
     Push p;
-    p.addr(address(w)).addr(xa).addr(address(o.y)).u32(w.cols).u32(w.rows).u32(w.row_bytes()).u32(o.y.cols);
-    dispatch("matvec", static_cast<uint32_t>(w.type), p.bytes(), gx, static_cast<uint32_t>(n), (rows + gx - 1) / gx);
+    p.addr(address(w)).addr(xa).addr(address(o.y)).u32(w.cols).u32(w.rows).u32(w.row_bytes()).u32(o.y.cols).u32(lanes);
+    dispatch("matvec", static_cast<uint32_t>(w.type), p.bytes(), gx, static_cast<uint32_t>(n), (groups + gx - 1) / gx,
+             kMatvecWg);
   }
 }
 

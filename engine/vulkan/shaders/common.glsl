@@ -35,7 +35,19 @@ void st_u32_any(U32Buf b, uint a, uint w) {
   for (uint i = 0u; i < 4u; ++i) st_u8(b, a + i, w >> (8u * i));
 }
 
-float f16_to_f32(uint h) { return unpackHalf2x16(h).x; }
+// Exact for every f16 value, subnormals included (unpackHalf2x16 may flush them: Q6_K scales of
+// small weights are f16 subnormals).
+float f16_to_f32(uint h) {
+  const uint s = (h & 0x8000u) << 16;
+  const uint e = (h >> 10) & 0x1Fu;
+  const uint m = h & 0x3FFu;
+  if (e == 0u) {
+    const float v = float(m) * 5.9604644775390625e-8;  // m · 2^-24, exact
+    return s != 0u ? -v : v;
+  }
+  if (e == 31u) return uintBitsToFloat(s | 0x7F800000u | (m << 13));
+  return uintBitsToFloat(s | ((e + 112u) << 23) | (m << 13));
+}
 float bf16_to_f32(uint h) { return uintBitsToFloat(h << 16); }
 
 // f32 -> f16 bits, round to nearest even (ggml's fp32_to_fp16), overflow to infinity.
