@@ -449,9 +449,9 @@ void VulkanBackend::matmul(std::span<const MatmulOut> outs, const Tensor& x) {
     const uint32_t groups = static_cast<uint32_t>((static_cast<size_t>(w.rows) * lanes + kMatvecWg - 1) / kMatvecWg);
     const uint32_t gx = std::min(groups, kMaxGroups);
     Push p;
-    p.addr(address(w)).addr(xa).addr(address(o.y)).u32(w.cols).u32(w.rows).u32(w.row_bytes()).u32(o.y.cols).u32(lanes);
-    dispatch("matvec", static_cast<uint32_t>(w.type), p.bytes(), gx, static_cast<uint32_t>(n), (groups + gx - 1) / gx,
-             kMatvecWg);
+    p.addr(address(w)).addr(xa).addr(address(o.y)).u32(w.cols).u32(w.rows).u32(w.row_bytes()).u32(o.y.cols).u32(lanes).u32(n);
+    dispatch("matvec", static_cast<uint32_t>(w.type), p.bytes(), gx, static_cast<uint32_t>((n + 7) / 8),
+             (groups + gx - 1) / gx, kMatvecWg);
   }
 }
 

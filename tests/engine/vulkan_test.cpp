@@ -252,7 +252,9 @@ TEST(Vulkan, KvResidentBytesAndRowsEqualTheCpus) {
     auto lv = cv->eval(tokens);
     auto lc = cc->eval(tokens);
     ASSERT_TRUE(lv.ok() && lc.ok());
-    EXPECT_LT(max_abs_diff(lv.value(), lc.value()), 1e-4f) << p.describe();
+    // f32 storage: the backends differ by f32 summation order; affine codes of values 1e-7 apart
+    // can round to neighbouring codes, which moves these logits by up to ~1e-3.
+    EXPECT_LT(max_abs_diff(lv.value(), lc.value()), p.kv_bits == 32 ? 1e-4f : 1e-2f) << p.describe();
     EXPECT_EQ(cv->kv().resident_bytes(), cc->kv().resident_bytes()) << p.describe();
     EXPECT_GT(cv->kv().resident_bytes(), 0u);
     for (size_t il : {size_t{0}, size_t{3}}) {

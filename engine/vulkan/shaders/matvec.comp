@@ -1,12 +1,12 @@
 #version 450
-// y[t][r] = Σ_k W[r][k] · x[t][k]. A workgroup of WG invocations computes WG / L rows of one
-// token, L = the lanes per row (a power of two, at most WG, about the row's sub-block count):
+// y[t][r] = Σ_k W[r][k] · x[t][k]. A workgroup of WG invocations computes WG / L rows of up to
+// NT = 8 tokens (each dequantized sub-block is used for every token), L = the lanes per row (a power of two, at most WG, about the row's sub-block count):
 // each lane takes sub-blocks of 32 in turn, dequantizes them (dequant.glsl) and the row's lanes
 // reduce in shared memory by a fixed tree. x holds the activations already converted like
 // ggml's vec_dot_type (quantize_act.comp). Every output is computed the same way whatever the
 // number of tokens, so a batch gives the logits of one-token passes bit for bit (backend.h,
 // "verify agrees with decode"). VARIANT: weight type. Row groups: gl_WorkGroupID.x +
-// gl_WorkGroupID.z · gl_NumWorkGroups.x (past 65535 groups); token: gl_WorkGroupID.y.
+// gl_WorkGroupID.z · gl_NumWorkGroups.x (past 65535 groups); tokens from NT·gl_WorkGroupID.y.
 #include "common.glsl"
 #include "dequant.glsl"
 layout(push_constant) uniform PC {
@@ -18,31 +18,39 @@ layout(push_constant) uniform PC {
   uint row_bytes;
   uint y_stride;  // floats between tokens of y
   uint lanes;     // L
+  uint n_tokens;
 } pc;
-shared float part[256];
+const uint NT = 8u;
+shared float part[NT][256];
 void main() {
   const uint tid = gl_LocalInvocationID.x;
   const uint lane = tid % pc.lanes;
   const uint r = (gl_WorkGroupID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x) * (WG / pc.lanes) + tid / pc.lanes;
-  const uint t = gl_WorkGroupID.y;
+  const uint t0 = gl_WorkGroupID.y * NT;
+  const uint nt = min(NT, pc.n_tokens - t0);
   const uint subs = (pc.n_in + 31u) / 32u;
-  const uint xb = t * pc.n_in;
-  float acc = 0.0;
+  float acc[NT];
+  for (uint j = 0u; j < NT; ++j) acc[j] = 0.0;
   if (r < pc.n_out) {
     for (uint s = lane; s < subs; s += pc.lanes) {
       float v[32];
       const uint n = min(32u, pc.n_in - s * 32u);
       dequant32(pc.w, VARIANT, r * pc.row_bytes, s, n, v);
-      float p = 0.0;
-      for (uint j = 0u; j < n; ++j) p += v[j] * pc.x.v[xb + s * 32u + j];
-      acc += p;
+      for (uint j = 0u; j < nt; ++j) {
+        const uint xb = (t0 + j) * pc.n_in + s * 32u;
+        float p = 0.0;
+        for (uint i = 0u; i < n; ++i) p += v[i] * pc.x.v[xb + i];
+        acc[j] += p;
+      }
     }
   }
-  part[tid] = acc;
+  for (uint j = 0u; j < NT; ++j) part[j][tid] = acc[j];
   barrier();
   for (uint h = pc.lanes / 2u; h > 0u; h >>= 1) {
-    if (lane < h) part[tid] += part[tid + h];
+    if (lane < h)
+      for (uint j = 0u; j < nt; ++j) part[j][tid] += part[j][tid + h];
     barrier();
   }
-  if (lane == 0u && r < pc.n_out) pc.y.v[t * pc.y_stride + r] = part[tid];
+  if (lane == 0u && r < pc.n_out)
+    for (uint j = 0u; j < nt; ++j) pc.y.v[(t0 + j) * pc.y_stride + r] = part[j][tid];
 }
