@@ -14,9 +14,12 @@
 #include <map>
 #include <sstream>
 
+#include "bridge/gate.h"
 #include "engine/draft.h"
 #include "engine/kv_policy.h"
 #include "engine/llama.h"
+#include "engine/presets/backend_parity.h"
+#include "engine/presets/selftest.h"
 #include "engine/sampling.h"
 #include "engine/speculative.h"
 #include "engine/tokenizer.h"
@@ -307,6 +310,56 @@ TEST(Vulkan, ErrorsNameWhatIsMissing) {
   EXPECT_EQ(ctx.error().code, "out_of_memory");
   EXPECT_NE(ctx.error().message.find("500000"), std::string::npos) << ctx.error().message;
   EXPECT_EQ((*small)->allocated_bytes(), 0u);
+}
+
+// backend-parity with vulkan: the reference arms, the CPU as a baseline, the per-op table; gated.
+TEST(Vulkan, BackendParityAgainstTheCpuIsGated) {
+  REQUIRE_VULKAN();
+  BackendParityConfig c;
+  c.model = (testing::models_dir() / "stories260K-f32.gguf").string();
+  c.backend = "vulkan";
+  auto r = run_backend_parity(c, *vk, &test::cpu(2));
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  const json& rep = r.value();
+  EXPECT_EQ(rep["engine"]["backend"], "vulkan");
+  ASSERT_EQ(rep["arms"].size(), 4u);
+  EXPECT_EQ(rep["arms"][3]["backend_used"], "cpu");
+  EXPECT_EQ(rep["arms"][1]["backend_used"], "vulkan");
+  ASSERT_EQ(rep["comparisons"].size(), 3u);
+  for (const auto& cmp : rep["comparisons"]) {
+    EXPECT_EQ(cmp["argmax_agreement"].get<double>(), 1.0) << cmp.dump();
+    EXPECT_LT(cmp["value"].get<double>(), 1e-4) << cmp.dump();
+  }
+  EXPECT_EQ(rep["aggregates"]["ops_failed"], 0);
+  EXPECT_GE(rep["ops"]["cases"].size(), 250u);
+  EXPECT_GT(rep["engine"]["memory"]["peak_held_bytes"].get<size_t>(), 0u);
+  const bridge::GateVerdict v = bridge::evaluate_gate(rep, {"SELF_COMPARISON", "SILENT_FALLBACK", "PROVENANCE"});
+  EXPECT_TRUE(v.passed) << v.to_json().dump();
+  // The same report claiming the CPU was requested trips SILENT_FALLBACK.
+  json lied = rep;
+  for (auto& arm : lied["arms"])
+    if (arm.contains("backend_requested")) arm["backend_requested"] = "cpu";
+  lied["engine"]["backend_requested"] = "cpu";
+  EXPECT_FALSE(bridge::evaluate_gate(lied, {"SILENT_FALLBACK"}).passed);
+}
+
+// engine-selftest on the device: every op case and the end-to-end checks pass.
+TEST(Vulkan, SelftestPassesOnTheDevice) {
+  REQUIRE_VULKAN();
+  SelftestConfig c;
+  c.model = (testing::models_dir() / "stories260K-f32.gguf").string();
+  c.backend = "vulkan";
+  c.greedy_tokens = 32;
+  auto r = run_selftest(c, *vk, test::cpu(2));
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  EXPECT_TRUE(r.value()["passed"].get<bool>()) << r.value()["e2e"].dump();
+  EXPECT_EQ(r.value()["kind"], "engine-selftest");
+  EXPECT_EQ(r.value()["e2e"]["checks"].size(), 3u);
+  // The CPU under test passes too (it is its own golden only end to end; the ops use the reference).
+  c.backend = "cpu";
+  auto rc = run_selftest(c, test::cpu(2), test::cpu(1));
+  ASSERT_TRUE(rc.ok());
+  EXPECT_TRUE(rc.value()["passed"].get<bool>());
 }
 
 // VK_ICD_FILENAMES is honoured: pointing it at no driver leaves no device, an error (never the
