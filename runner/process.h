@@ -109,6 +109,10 @@ class Process {
 Result<std::filesystem::path> resolve_program(const std::string& name,
                                               const std::vector<std::filesystem::path>& search_dirs);
 
+// The directory of the running executable (/proc/self/exe), searched after tool_dirs for the
+// engine; empty when unreadable.
+std::filesystem::path self_exe_dir();
+
 // The runner's environment (environ) as a map.
 std::map<std::string, std::string> current_environment();
 
