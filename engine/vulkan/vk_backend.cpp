@@ -8,6 +8,7 @@
 
 #include "engine/cpu/quant.h"
 #include "engine/kv_quant.h"
+#include "engine/vulkan/vk_matmul_path.h"
 
 namespace kakeya::engine {
 namespace {
@@ -144,7 +145,8 @@ VulkanBackend::VulkanBackend(std::unique_ptr<VulkanDevice> device, const Backend
                    {"device_type", c.type},
                    {"api_version", c.api_version},
                    {"subgroup_size", c.subgroup_size},
-                   {"matmul", "matvec"},
+                   {"matmul", std::string("matvec below ") + std::to_string(kExactBlockTokens) + " tokens, " +
+                                  matmul_path_name(choose_matmul_path(c, kExactBlockTokens)) + " from there"},
                    {"max_device_bytes", memory_.stats().limit}};
   readback_->kind = MemoryKind::kReadback;
   VkCommandBufferAllocateInfo ai{};
@@ -442,14 +444,22 @@ void VulkanBackend::matmul(std::span<const MatmulOut> outs, const Tensor& x) {
       }
       xa = s.address();
     }
+    const MatmulPath path = choose_matmul_path(caps(), n);
+    Push p;
+    p.addr(address(w)).addr(xa).addr(address(o.y)).u32(w.cols).u32(w.rows).u32(w.row_bytes()).u32(o.y.cols);
+    if (path != MatmulPath::kMatvec) {
+      p.u32(n);
+      dispatch("matmul_tiled", static_cast<uint32_t>(w.type), p.bytes(), static_cast<uint32_t>((w.rows + 63) / 64),
+               static_cast<uint32_t>((n + 63) / 64), 1, 256);
+      continue;
+    }
     // Lanes per row: the power of two nearest the row's sub-blocks of 32, at most kMatvecWg.
     const size_t subs = (static_cast<size_t>(w.cols) + 31) / 32;
     uint32_t lanes = 1;
     while (lanes < kMatvecWg && lanes * 2 <= subs) lanes *= 2;
     const uint32_t groups = static_cast<uint32_t>((static_cast<size_t>(w.rows) * lanes + kMatvecWg - 1) / kMatvecWg);
     const uint32_t gx = std::min(groups, kMaxGroups);
-    Push p;
-    p.addr(address(w)).addr(xa).addr(address(o.y)).u32(w.cols).u32(w.rows).u32(w.row_bytes()).u32(o.y.cols).u32(lanes).u32(n);
+    p.u32(lanes).u32(n);
     dispatch("matvec", static_cast<uint32_t>(w.type), p.bytes(), gx, static_cast<uint32_t>((n + 7) / 8),
              (groups + gx - 1) / gx, kMatvecWg);
   }

@@ -17,16 +17,17 @@
 //   * matmul: activations converted first exactly as ggml-cpu's vec_dot_type does (F16/BF16
 //     rounding, Q8_0 blocks for Q8_0/Q4_0, Q8_K blocks for Q4_K/Q6_K; quantize_act.comp), then
 //     Σ w·a in f32 over dequantized weights: the products ggml forms, summed in another order
-//     (logits within ~1e-6 of the CPU's decode path). One shader serves every batch size and
-//     computes each output the same way, so any batch gives the logits of one-token passes bit
-//     for bit ("verify agrees with decode" for every block, not only below kExactBlockTokens).
+//     (logits within ~1e-6 of the CPU's decode path). Below kExactBlockTokens tokens the mat-vec
+//     shader computes each output exactly as for one token, so verify blocks give the logits of
+//     one-token passes bit for bit ("verify agrees with decode"); longer batches take the tiled
+//     shader (vk_matmul_path.h), the same products summed in another order.
 //   * RoPE rotates by angles the host computes with rope_angles (bit-identical to the CPU);
 //     embed and KV encoding are exact (correctly rounded division, no fused multiply-adds);
 //     RMSNorm sums squares and attention sums probabilities in f32 (the CPU: double).
 //   * attention: online softmax in chunks of the workgroup size (any context length).
 //
-// Not yet (issue 16): a tiled shared-memory matmul and a cooperative-matrix path for prefill,
-// fused ops, device-side greedy acceptance. Batches run through the mat-vec shader.
+// Not yet (issue 16): a cooperative-matrix shader (vk_matmul_path.h says why), fused ops,
+// device-side greedy acceptance, a flash-attention kernel for long prefill.
 #include <memory>
 #include <string>
 #include <vector>

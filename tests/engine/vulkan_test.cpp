@@ -23,6 +23,7 @@
 #include "engine/sampling.h"
 #include "engine/speculative.h"
 #include "engine/tokenizer.h"
+#include "engine/vulkan/vk_matmul_path.h"
 #include "tests/engine/backends.h"
 #include "tests/harness/paths.h"
 
@@ -174,6 +175,43 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, VulkanSynthReference,
                                            SynthCase{"q8_0", 1e-3f}, SynthCase{"q6_k", 1e-3f},
                                            SynthCase{"q4_k", 1e-3f}, SynthCase{"q4_0", 1e-3f}),
                          [](const ::testing::TestParamInfo<SynthCase>& p) { return std::string(p.param.type); });
+
+// Batches of kExactBlockTokens and more take the tiled shader: the same products as decode's
+// mat-vec summed in another order. On F32 that is f32 rounding; on the other types a rounding
+// difference can flip one activation conversion (F16/BF16 rounding, a Q8 code) downstream, which
+// these flat synthetic models amplify (reference README, notes 3 and 5): the tolerance is the
+// CPU's for its batched sgemm path (llama_test.cpp).
+TEST(Vulkan, TiledBatchesAgreeWithDecode) {
+  REQUIRE_VULKAN();
+  std::vector<int32_t> prompt = {1};
+  for (int i = 0; i < 40; ++i) prompt.push_back(3 + (i * 53) % 500);
+  for (const char* type : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k"}) {
+    const LlamaModel& m = model(testing::data_dir() / "reference" / (std::string("synth-llama-256-") + type + ".gguf"));
+    auto ctx = test::context(m, *vk, 64);
+    auto batch = ctx->eval(prompt, true);
+    ASSERT_TRUE(batch.ok()) << batch.error().str();
+    ctx->truncate(0);
+    const float d = max_abs_diff(token_by_token(*ctx, prompt), batch.value());
+    EXPECT_LT(d, std::string(type) == "f32" ? 1e-4f : 5e-2f) << type;
+    EXPECT_GT(d, 0.0f) << type << ": the tiled path ran (a different summation order)";
+  }
+}
+
+TEST(VulkanMatmulPath, ShortBlocksDecodeLongBatchesTileCoopmatOnlyWithItsShader) {
+  DeviceCaps caps;
+  EXPECT_EQ(choose_matmul_path(caps, 1), MatmulPath::kMatvec);
+  EXPECT_EQ(choose_matmul_path(caps, kExactBlockTokens - 1), MatmulPath::kMatvec);
+  EXPECT_EQ(choose_matmul_path(caps, kExactBlockTokens), MatmulPath::kTiled);
+  EXPECT_EQ(choose_matmul_path(caps, 512), MatmulPath::kTiled);
+  caps.cooperative_matrix_khr = true;
+  EXPECT_EQ(choose_matmul_path(caps, 512, true), MatmulPath::kCoopmat);
+  EXPECT_EQ(choose_matmul_path(caps, kExactBlockTokens - 1, true), MatmulPath::kMatvec) << "verify stays exact";
+  EXPECT_EQ(choose_matmul_path(caps, 512, false), MatmulPath::kTiled) << "no shader built: the portable path";
+  EXPECT_EQ(choose_matmul_path(caps, 512), kCoopmatShaderBuilt ? MatmulPath::kCoopmat : MatmulPath::kTiled);
+  caps.cooperative_matrix_khr = false;
+  caps.cooperative_matrix_nv = true;
+  EXPECT_EQ(choose_matmul_path(caps, 512, true), MatmulPath::kTiled) << "only the KHR extension is targeted";
+}
 
 // niah-tiny's 3,008-token prompt (positions near n_ctx 3072), prefilled in chunks of 512.
 TEST(Vulkan, NiahTinyLongContextGolden) {
