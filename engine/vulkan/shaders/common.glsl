@@ -35,8 +35,8 @@ void st_u32_any(U32Buf b, uint a, uint w) {
   for (uint i = 0u; i < 4u; ++i) st_u8(b, a + i, w >> (8u * i));
 }
 
-// Exact for every f16 value, subnormals included (unpackHalf2x16 may flush them: Q6_K scales of
-// small weights are f16 subnormals).
+// Exact for every f16 value, subnormals included, by integer arithmetic (a driver's
+// unpackHalf2x16 may flush subnormals; block scales of small weights can be subnormal).
 float f16_to_f32(uint h) {
   const uint s = (h & 0x8000u) << 16;
   const uint e = (h >> 10) & 0x1Fu;
