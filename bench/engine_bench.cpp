@@ -252,7 +252,7 @@ Result<ArRun> ar_bench(const Args& a, const std::string& model, int threads, int
     return make_error("child_failed", "ar-bench exited with " + std::to_string(r.child.status) + " on " + model);
   std::ifstream in(out / "report.json");
   r.report = json::parse(in, nullptr, false);
-  if (r.report.is_discarded()) return make_error("bad_report", "unreadable " + (out / "report.json").string());
+  if (r.report.is_discarded()) return make_error(errc::kParseError, "unreadable " + (out / "report.json").string());
   return r;
 }
 

@@ -23,20 +23,17 @@ bool ends_with(std::string_view s, std::string_view tail) {
 
 // One ref segment of [A-Za-z0-9._-]+ that git accepts.
 bool valid_segment(std::string_view seg) {
-  if (seg.empty() || seg.size() > 100 || seg.front() == '.' || ends_with(seg, ".lock") || ends_with(seg, ".")) {
-    return false;
-  }
+  if (seg.empty() || seg.front() == '.' || ends_with(seg, ".lock") || ends_with(seg, ".")) return false;
   if (seg.find("..") != std::string_view::npos) return false;
-  for (char c : seg) {
-    if (!ref_char(c)) return false;
-  }
-  return true;
+  return std::all_of(seg.begin(), seg.end(), ref_char);
 }
 
 Error bad_branch(std::string_view what, std::string_view value, std::string_view why) {
-  return make_error("bad_branch", std::string(what) + " \"" + printable(value, kMaxShownBranchBytes) + "\" " +
+  return make_error(errc::kBadBranch, std::string(what) + " \"" + printable(value, kMaxShownBranchBytes) + "\" " +
                                      std::string(why));
 }
+
+constexpr std::string_view kSuffixStarts = "-._";
 
 }  // namespace
 
@@ -59,34 +56,46 @@ std::string runner_branch_name(std::string_view runner_id) {
   return std::string(kRunnerBranchPrefix) + std::string(runner_id);
 }
 
-bool is_valid_namespace(std::string_view ns) {
-  if (ns.empty() || ns.size() > 200) return false;
+bool is_valid_request_branch(std::string_view b) {
+  if (b.empty() || b.size() > kMaxBranchNameBytes || is_runner_branch(b)) return false;
   std::size_t start = 0;
   while (true) {
-    std::size_t end = ns.find('/', start);
-    std::string_view seg = ns.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
-    if (!valid_segment(seg)) return false;
-    if (end == std::string_view::npos) break;
+    const std::size_t end = b.find('/', start);
+    if (!valid_segment(b.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start))) {
+      return false;
+    }
+    if (end == std::string_view::npos) return true;
     start = end + 1;
   }
-  std::string_view runners = kRunnerBranchPrefix.substr(0, kRunnerBranchPrefix.size() - 1);  // "kakeya/runners"
-  if (ns == runners || is_runner_branch(ns)) return false;
-  return true;
+}
+
+bool is_valid_branch_prefix(std::string_view prefix) {
+  if (prefix.empty() || prefix.size() >= kMaxBranchNameBytes || prefix.front() == '/') return false;
+  if (prefix.find("//") != std::string_view::npos || prefix.find("..") != std::string_view::npos) return false;
+  if (!std::all_of(prefix.begin(), prefix.end(), [](char c) { return c == '/' || ref_char(c); })) return false;
+  if (prefix.substr(0, kRunnerBranchPrefix.size()) == kRunnerBranchPrefix) return false;
+  // The complete segments follow git's rules; the last, partial one continues into the preset,
+  // so it only may not start with '.' (the whole name is checked again when assembled).
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t end = prefix.find('/', start);
+    if (end == std::string_view::npos) return prefix[start] != '.' || start == prefix.size();
+    if (!valid_segment(prefix.substr(start, end - start))) return false;
+    start = end + 1;
+    if (start == prefix.size()) return true;  // ends with '/'
+  }
 }
 
 bool is_valid_branch_suffix(std::string_view s) {
   if (s.empty()) return true;
-  if (s.size() > 64 || (s[0] != '.' && s[0] != '_')) return false;
-  for (char c : s) {
-    if (!ref_char(c)) return false;
-  }
+  if (s.size() > 64 || kSuffixStarts.find(s[0]) == std::string_view::npos) return false;
+  if (!std::all_of(s.begin(), s.end(), ref_char)) return false;
   return s.find("..") == std::string_view::npos && !ends_with(s, ".") && !ends_with(s, ".lock");
 }
 
-std::string request_branch_name(std::string_view ns, std::string_view preset, std::string_view nonce,
+std::string request_branch_name(std::string_view prefix, std::string_view preset, std::string_view nonce,
                                 std::string_view suffix) {
-  std::string out(ns);
-  out += '/';
+  std::string out(prefix);
   out += preset;
   out += '-';
   out += nonce;
@@ -94,38 +103,42 @@ std::string request_branch_name(std::string_view ns, std::string_view preset, st
   return out;
 }
 
-Status check_request_branch_parts(std::string_view ns, std::string_view preset, std::string_view nonce,
+Status check_request_branch_parts(std::string_view prefix, std::string_view preset, std::string_view nonce,
                                   std::string_view suffix) {
-  if (!is_valid_namespace(ns)) {
-    return bad_branch("namespace", ns,
-                      "must be /-separated segments of [A-Za-z0-9._-] (git ref rules) outside kakeya/runners");
+  if (!is_valid_branch_prefix(prefix)) {
+    return bad_branch("prefix", prefix,
+                      "must be [A-Za-z0-9._/-] ending with '/' or inside a segment (e.g. kakeya/req/, "
+                      "agents/kakeya-), following git ref rules, outside kakeya/runners/");
   }
   if (!is_valid_preset_name(preset)) return bad_branch("preset", preset, "must match ^[a-z][a-z0-9-]{1,40}$");
   if (!is_valid_nonce(nonce)) return bad_branch("nonce", nonce, "must match ^[a-z0-9][a-z0-9-]{3,63}$");
   if (!is_valid_branch_suffix(suffix)) {
-    return bad_branch("suffix", suffix, "must start with `.` or `_` followed by at most 63 of [A-Za-z0-9._-]");
+    return bad_branch("suffix", suffix,
+                      "must start with '-', '.' or '_' followed by at most 63 of [A-Za-z0-9._-]");
+  }
+  const std::string name = request_branch_name(prefix, preset, nonce, suffix);
+  if (!is_valid_request_branch(name)) {
+    return bad_branch("branch", name,
+                      "is not a valid request branch (at most " + std::to_string(kMaxBranchNameBytes) +
+                          " bytes, each segment following git ref rules)");
   }
   return ok_status();
 }
 
 Status check_branch_matches(std::string_view branch_name, const RequestManifest& manifest) {
-  std::string_view b = strip_heads_prefix(branch_name);
+  const std::string_view b = strip_heads_prefix(branch_name);
   if (is_runner_branch(b)) return bad_branch("branch", b, "is a runner state branch, not a request");
-  std::size_t slash = b.rfind('/');
-  std::string expected = manifest.preset + "-" + manifest.nonce;
-  if (slash == std::string_view::npos || !is_valid_namespace(b.substr(0, slash))) {
-    return make_error("branch_mismatch", "branch \"" + printable(b, kMaxShownBranchBytes) + "\" is not <namespace>/" + expected +
-                                             "[suffix] (request preset \"" + manifest.preset + "\", nonce \"" +
-                                             manifest.nonce + "\")");
+  const std::string expected = manifest.preset + "-" + manifest.nonce;
+  if (is_valid_request_branch(b)) {
+    for (std::size_t at = b.find(expected); at != std::string_view::npos; at = b.find(expected, at + 1)) {
+      if (is_valid_branch_prefix(b.substr(0, at)) && is_valid_branch_suffix(b.substr(at + expected.size()))) {
+        return ok_status();
+      }
+    }
   }
-  std::string_view tail = b.substr(slash + 1);
-  if (tail.substr(0, expected.size()) != expected || !is_valid_branch_suffix(tail.substr(expected.size()))) {
-    return make_error("branch_mismatch", "branch \"" + printable(b, kMaxShownBranchBytes) + "\" ends in \"" +
-                                             printable(tail, kMaxShownBranchBytes) +
-                                             "\" but the request says preset \"" + manifest.preset + "\", nonce \"" +
-                                             manifest.nonce + "\" (expected \"" + expected + "[suffix]\")");
-  }
-  return ok_status();
+  return make_error(errc::kBranchMismatch, "branch \"" + printable(b, kMaxShownBranchBytes) + "\" is not <prefix>" +
+                                           expected + "[suffix] (request preset \"" + manifest.preset +
+                                           "\", nonce \"" + manifest.nonce + "\")");
 }
 
 bool glob_match(std::string_view pat, std::string_view name) {

@@ -29,7 +29,7 @@ struct CancelRequest {
 };
 
 // Strict parse of cancel.json text. Errors: `too_large` (more than kMaxCancelBytes, checked before
-// parsing), bad_json / duplicate_key / too_deep (parse_json_strict), unknown_key, missing_key,
+// parsing), parse_error / duplicate_key / too_deep (parse_json_strict), unknown_key, missing_key,
 // bad_type, bad_value; messages name the field and show the value escaped.
 Result<CancelRequest> parse_cancel(std::string_view json_text);
 

@@ -1,12 +1,13 @@
 // PresetCatalog loading: YAML -> validated PresetSpec list (see catalog.h for the file shape).
+// Reading goes through bridge/yaml_strict.h; this file holds the catalog's own rules.
 #include "bridge/catalog.h"
 
-#include <cmath>
-#include <fstream>
 #include <set>
-#include <sstream>
 
-#include <yaml-cpp/yaml.h>
+#include "bridge/error_codes.h"
+#include "bridge/names.h"
+#include "bridge/request.h"
+#include "bridge/yaml_strict.h"
 
 namespace kakeya::bridge {
 namespace {
@@ -14,38 +15,6 @@ namespace {
 bool is_lower(char c) { return c >= 'a' && c <= 'z'; }
 bool is_upper(char c) { return c >= 'A' && c <= 'Z'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
-bool valid_preset_name(std::string_view s) {
-  if (s.size() < 2 || s.size() > 41 || !is_lower(s[0])) return false;
-  for (char c : s) {
-    if (!is_lower(c) && !is_digit(c) && c != '-') return false;
-  }
-  return true;
-}
-
-bool valid_param_name(std::string_view s) {
-  if (s.empty() || s.size() > 40 || !is_lower(s[0])) return false;
-  for (char c : s) {
-    if (!is_lower(c) && !is_digit(c) && c != '_') return false;
-  }
-  return true;
-}
-
-bool valid_env_name(std::string_view s) {
-  if (s.empty() || s.size() > 128 || is_digit(s[0])) return false;
-  for (char c : s) {
-    if (!is_upper(c) && !is_digit(c) && c != '_') return false;
-  }
-  return true;
-}
-
-bool valid_model_role(std::string_view s) {
-  if (s.empty() || s.size() > 40 || !is_lower(s[0])) return false;
-  for (char c : s) {
-    if (!is_lower(c) && !is_digit(c) && c != '_' && c != '-') return false;
-  }
-  return true;
-}
 
 bool valid_label(std::string_view s) {
   if (s.empty() || s.size() > 64) return false;
@@ -83,374 +52,261 @@ bool valid_output_path(std::string_view s) {
   return true;
 }
 
-// Reads YAML nodes and turns every problem into `origin:line:col: reason`.
-class Reader {
- public:
-  explicit Reader(std::string origin) : origin_(std::move(origin)) {}
-
-  Error err(const YAML::Node& at, const std::string& reason) const { return err(at.Mark(), reason); }
-  Error err(const YAML::Mark& m, const std::string& reason) const {
-    std::string where = origin_;
-    if (m.line >= 0) where += ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
-    return make_error("bad_catalog", where + ": " + reason);
+bool contains(const std::vector<std::string>& v, std::string_view x) {
+  for (const auto& e : v) {
+    if (e == x) return true;
   }
+  return false;
+}
 
-  // Requires a mapping whose keys are unique scalars from `allowed`.
-  Status check_map(const YAML::Node& n, const std::string& what, const std::set<std::string>& allowed) const {
-    if (!n.IsMap()) return err(n, what + " must be a mapping");
+// The bounds of a param of `kind`: int/float min+max, enum values, string pattern+max_length.
+Status load_param_bounds(const YamlNode& n, ParamSpec& p, const std::string& what) {
+  if (p.kind == ParamKind::Int) {
+    KAKEYA_ASSIGN_OR_RETURN(p.min_int, n.get("min").integer(what + " min"));
+    KAKEYA_ASSIGN_OR_RETURN(p.max_int, n.get("max").integer(what + " max"));
+    if (p.min_int > p.max_int) {
+      return n.get("max").error(errc::kBadValue, what + ": max " + std::to_string(p.max_int) + " < min " +
+                                                     std::to_string(p.min_int));
+    }
+  } else if (p.kind == ParamKind::Float) {
+    KAKEYA_ASSIGN_OR_RETURN(p.min_float, n.get("min").number(what + " min"));
+    KAKEYA_ASSIGN_OR_RETURN(p.max_float, n.get("max").number(what + " max"));
+    if (p.min_float > p.max_float) return n.get("max").error(errc::kBadValue, what + ": max < min");
+  } else if (p.kind == ParamKind::Enum) {
+    const YamlNode values = n.get("values");
+    KAKEYA_ASSIGN_OR_RETURN(p.values, values.string_list(what + " values"));
+    if (p.values.empty()) return values.error(errc::kBadValue, what + ": values must not be empty");
     std::set<std::string> seen;
-    for (const auto& kv : n) {
-      if (!kv.first.IsScalar()) return err(kv.first, what + " has a non-scalar key");
-      const std::string& k = kv.first.Scalar();
-      if (!seen.insert(k).second) return err(kv.first, "duplicate key `" + k + "` in " + what);
-      if (!allowed.empty() && !allowed.count(k)) return err(kv.first, "unknown key `" + k + "` in " + what);
-    }
-    return ok_status();
-  }
-
-  // Unique-key check for free-form maps (params, gate).
-  Status check_unique_keys(const YAML::Node& n, const std::string& what) const { return check_map(n, what, {}); }
-
-  Result<std::string> str(const YAML::Node& n, const std::string& what) const {
-    if (!n.IsScalar()) return err(n, what + " must be a string" + hint_for(n));
-    return n.Scalar();
-  }
-
-  // Plain (unquoted) scalar: quoted "5" is a string in YAML and not accepted as a number.
-  bool plain(const YAML::Node& n) const { return n.IsScalar() && n.Tag() == "?"; }
-
-  Result<int64_t> integer(const YAML::Node& n, const std::string& what) const {
-    if (!plain(n) || !is_integer_text(n.Scalar())) return err(n, what + " must be an integer, got " + show(n));
-    try {
-      std::size_t used = 0;
-      long long v = std::stoll(n.Scalar(), &used, 10);
-      if (used != n.Scalar().size()) return err(n, what + " must be an integer, got " + show(n));
-      return static_cast<int64_t>(v);
-    } catch (const std::exception&) {
-      return err(n, what + " is out of the 64-bit integer range: " + show(n));
-    }
-  }
-
-  Result<double> number(const YAML::Node& n, const std::string& what) const {
-    if (!plain(n)) return err(n, what + " must be a number, got " + show(n));
-    const std::string& s = n.Scalar();
-    char* end = nullptr;
-    errno = 0;
-    double v = std::strtod(s.c_str(), &end);
-    bool looks_numeric = !s.empty() && (is_digit(s[0]) || s[0] == '-' || s[0] == '+' || s[0] == '.');
-    if (!looks_numeric || end != s.c_str() + s.size() || errno == ERANGE || !std::isfinite(v)) {
-      return err(n, what + " must be a finite number, got " + show(n));
-    }
-    return v;
-  }
-
-  Result<bool> boolean(const YAML::Node& n, const std::string& what) const {
-    if (plain(n) && n.Scalar() == "true") return true;
-    if (plain(n) && n.Scalar() == "false") return false;
-    return err(n, what + " must be true or false, got " + show(n));
-  }
-
-  // A sequence of strings; null (an empty value) is an empty list.
-  Result<std::vector<std::string>> str_list(const YAML::Node& n, const std::string& what) const {
-    std::vector<std::string> out;
-    if (n.IsNull()) return out;
-    if (!n.IsSequence()) return err(n, what + " must be a list");
-    for (std::size_t i = 0; i < n.size(); ++i) {
-      KAKEYA_ASSIGN_OR_RETURN(std::string s, str(n[i], what + "[" + std::to_string(i) + "]"));
-      out.push_back(std::move(s));
-    }
-    return out;
-  }
-
-  static std::string show(const YAML::Node& n) {
-    if (n.IsScalar()) return n.Tag() == "!" ? "\"" + n.Scalar() + "\"" : "`" + n.Scalar() + "`";
-    if (n.IsNull()) return "nothing (null)";
-    return n.IsMap() ? "a mapping" : "a list";
-  }
-
- private:
-  static bool is_integer_text(const std::string& s) {
-    std::size_t i = (s.size() > 1 && s[0] == '-') ? 1 : 0;
-    if (i >= s.size()) return false;
-    for (; i < s.size(); ++i) {
-      if (!is_digit(s[i])) return false;
-    }
-    return true;
-  }
-
-  static std::string hint_for(const YAML::Node& n) {
-    // `[/bin/sleep, {seconds}]` makes {seconds} a YAML flow mapping.
-    if (n.IsMap()) return " (got a mapping; quote placeholders in YAML: \"{name}\")";
-    if (n.IsSequence()) return " (got a list)";
-    if (n.IsNull()) return " (got nothing)";
-    return "";
-  }
-
-  std::string origin_;
-};
-
-Status check_default_in_bounds(const Reader& rd, const YAML::Node& at, const ParamSpec& p, const std::string& what) {
-  const nlohmann::json& d = p.default_value;
-  switch (p.kind) {
-    case ParamKind::Int: {
-      int64_t v = d.get<int64_t>();
-      if (v < p.min_int || v > p.max_int) {
-        return rd.err(at, what + " default " + std::to_string(v) + " is outside [" + std::to_string(p.min_int) +
-                              ", " + std::to_string(p.max_int) + "]");
+    for (std::size_t i = 0; i < p.values.size(); ++i) {
+      if (p.values[i].empty()) return values[i].error(errc::kBadValue, what + ": enum values must not be empty");
+      if (!seen.insert(p.values[i]).second) {
+        return values[i].error(errc::kBadValue, what + ": duplicate enum value `" + p.values[i] + "`");
       }
-      break;
     }
-    case ParamKind::Float: {
-      double v = d.get<double>();
-      if (v < p.min_float || v > p.max_float) {
-        return rd.err(at, what + " default " + d.dump() + " is outside [" + nlohmann::json(p.min_float).dump() +
-                              ", " + nlohmann::json(p.max_float).dump() + "]");
-      }
-      break;
-    }
-    case ParamKind::Enum: {
-      const std::string v = d.get<std::string>();
-      bool found = false;
-      for (const auto& x : p.values) found = found || x == v;
-      if (!found) return rd.err(at, what + " default \"" + v + "\" is not one of its values");
-      break;
-    }
-    case ParamKind::String: {
-      const std::string v = d.get<std::string>();
-      if (v.size() > p.max_length) return rd.err(at, what + " default is longer than max_length");
-      auto m = p.regex->full_match(v);
-      if (!m.ok()) return rd.err(at, what + " default: " + m.error().message);
-      if (!m.value()) return rd.err(at, what + " default \"" + v + "\" does not match pattern " + p.pattern);
-      break;
-    }
-    case ParamKind::Bool:
-      break;
+  } else if (p.kind == ParamKind::String) {
+    const YamlNode pattern = n.get("pattern");
+    KAKEYA_ASSIGN_OR_RETURN(p.pattern, pattern.string(what + " pattern"));
+    auto compiled = Pattern::compile(p.pattern);
+    if (!compiled.ok()) return pattern.error(errc::kBadValue, what + ": " + compiled.error().message);
+    p.regex = std::make_shared<const Pattern>(std::move(compiled).value());
+    KAKEYA_ASSIGN_OR_RETURN(int64_t max_len, n.get("max_length").integer(what + " max_length", 1,
+                                                                         static_cast<int64_t>(kMaxStringParamLength)));
+    p.max_length = static_cast<std::size_t>(max_len);
   }
   return ok_status();
 }
 
-Result<ParamSpec> load_param(const Reader& rd, const YAML::Node& key, const YAML::Node& n, const std::string& preset) {
+Result<nlohmann::json> load_default(const YamlNode& d, ParamKind kind, const std::string& what) {
+  switch (kind) {
+    case ParamKind::Int: {
+      KAKEYA_ASSIGN_OR_RETURN(int64_t v, d.integer(what));
+      return nlohmann::json(v);
+    }
+    case ParamKind::Float: {
+      KAKEYA_ASSIGN_OR_RETURN(double v, d.number(what));
+      return nlohmann::json(v);
+    }
+    case ParamKind::Bool: {
+      KAKEYA_ASSIGN_OR_RETURN(bool v, d.boolean(what));
+      return nlohmann::json(v);
+    }
+    case ParamKind::Enum:
+    case ParamKind::String:
+      break;
+  }
+  KAKEYA_ASSIGN_OR_RETURN(std::string v, d.string(what));
+  return nlohmann::json(v);
+}
+
+Result<ParamSpec> load_param(const YamlNode& key, const YamlNode& n, const std::string& preset) {
   ParamSpec p;
-  p.name = key.Scalar();
+  KAKEYA_ASSIGN_OR_RETURN(p.name, key.string("param name"));
   const std::string what = "preset `" + preset + "` param `" + p.name + "`";
-  if (!valid_param_name(p.name)) return rd.err(key, what + ": name must match ^[a-z][a-z0-9_]{0,39}$");
-  KAKEYA_TRY(rd.check_map(n, what,
-                          {"kind", "description", "min", "max", "values", "pattern", "max_length", "default",
-                           "required"}));
-  if (!n["kind"]) return rd.err(n, what + " needs `kind` (int, float, bool, enum or string)");
-  KAKEYA_ASSIGN_OR_RETURN(std::string kind, rd.str(n["kind"], what + " kind"));
-  std::set<std::string> allowed_extra;
+  if (!is_param_name(p.name)) {
+    return key.error(errc::kBadValue, what + ": name must match " + std::string(kParamNamePattern));
+  }
+  KAKEYA_TRY(n.check_map(what, {"kind", "description", "min", "max", "values", "pattern", "max_length", "default",
+                                "required"}));
+  KAKEYA_ASSIGN_OR_RETURN(YamlNode kind_node, n.require("kind", what + " (int, float, bool, enum or string)"));
+  KAKEYA_ASSIGN_OR_RETURN(std::string kind, kind_node.string(what + " kind"));
+  std::vector<std::string> bounds;  // the bound keys of this kind
   if (kind == "int") {
     p.kind = ParamKind::Int;
-    allowed_extra = {"min", "max"};
+    bounds = {"min", "max"};
   } else if (kind == "float") {
     p.kind = ParamKind::Float;
-    allowed_extra = {"min", "max"};
+    bounds = {"min", "max"};
   } else if (kind == "bool") {
     p.kind = ParamKind::Bool;
   } else if (kind == "enum") {
     p.kind = ParamKind::Enum;
-    allowed_extra = {"values"};
+    bounds = {"values"};
   } else if (kind == "string") {
     p.kind = ParamKind::String;
-    allowed_extra = {"pattern", "max_length"};
+    bounds = {"pattern", "max_length"};
   } else {
-    return rd.err(n["kind"], what + ": unknown kind `" + kind + "` (int, float, bool, enum, string)");
+    return kind_node.error(errc::kBadValue, what + ": unknown kind `" + kind + "` (int, float, bool, enum, string)");
   }
   for (const char* k : {"min", "max", "values", "pattern", "max_length"}) {
-    if (n[k] && !allowed_extra.count(k)) return rd.err(n[k], what + ": `" + k + "` does not apply to kind " + kind);
+    if (n.get(k).present() && !contains(bounds, k)) {
+      return n.get(k).error(errc::kUnknownKey, what + ": `" + k + "` does not apply to kind " + kind);
+    }
   }
-  for (const auto& k : allowed_extra) {
-    if (!n[k]) return rd.err(n, what + " (kind " + kind + ") needs `" + k + "`");
+  for (const auto& k : bounds) KAKEYA_TRY(n.require(k, what + " (kind " + kind + ")"));
+  if (n.get("description").present()) {
+    KAKEYA_ASSIGN_OR_RETURN(p.description, n.get("description").string(what + " description"));
   }
-  if (n["description"]) {
-    KAKEYA_ASSIGN_OR_RETURN(p.description, rd.str(n["description"], what + " description"));
-  }
+  KAKEYA_TRY(load_param_bounds(n, p, what));
 
-  if (p.kind == ParamKind::Int) {
-    KAKEYA_ASSIGN_OR_RETURN(p.min_int, rd.integer(n["min"], what + " min"));
-    KAKEYA_ASSIGN_OR_RETURN(p.max_int, rd.integer(n["max"], what + " max"));
-    if (p.min_int > p.max_int) return rd.err(n["max"], what + ": max " + std::to_string(p.max_int) + " < min " + std::to_string(p.min_int));
-  } else if (p.kind == ParamKind::Float) {
-    KAKEYA_ASSIGN_OR_RETURN(p.min_float, rd.number(n["min"], what + " min"));
-    KAKEYA_ASSIGN_OR_RETURN(p.max_float, rd.number(n["max"], what + " max"));
-    if (p.min_float > p.max_float) return rd.err(n["max"], what + ": max < min");
-  } else if (p.kind == ParamKind::Enum) {
-    KAKEYA_ASSIGN_OR_RETURN(p.values, rd.str_list(n["values"], what + " values"));
-    if (p.values.empty()) return rd.err(n["values"], what + ": values must not be empty");
-    std::set<std::string> seen;
-    for (std::size_t i = 0; i < p.values.size(); ++i) {
-      if (p.values[i].empty()) return rd.err(n["values"][i], what + ": enum values must not be empty");
-      if (!seen.insert(p.values[i]).second) return rd.err(n["values"][i], what + ": duplicate enum value `" + p.values[i] + "`");
-    }
-  } else if (p.kind == ParamKind::String) {
-    KAKEYA_ASSIGN_OR_RETURN(p.pattern, rd.str(n["pattern"], what + " pattern"));
-    auto compiled = Pattern::compile(p.pattern);
-    if (!compiled.ok()) return rd.err(n["pattern"], what + ": " + compiled.error().message);
-    p.regex = std::make_shared<const Pattern>(std::move(compiled).value());
-    KAKEYA_ASSIGN_OR_RETURN(int64_t max_len, rd.integer(n["max_length"], what + " max_length"));
-    if (max_len < 1 || max_len > static_cast<int64_t>(kMaxStringParamLength)) {
-      return rd.err(n["max_length"], what + ": max_length must be in 1.." + std::to_string(kMaxStringParamLength));
-    }
-    p.max_length = static_cast<std::size_t>(max_len);
+  const YamlNode d = n.get("default");
+  if (n.get("required").present()) {
+    KAKEYA_ASSIGN_OR_RETURN(p.required, n.get("required").boolean(what + " required"));
   }
-
-  bool has_default = static_cast<bool>(n["default"]);
-  if (n["required"]) {
-    KAKEYA_ASSIGN_OR_RETURN(p.required, rd.boolean(n["required"], what + " required"));
-  }
-  if (p.required && has_default) return rd.err(n["default"], what + ": `required: true` and `default` exclude each other");
-  if (!p.required && !has_default) return rd.err(n, what + " needs a `default` or `required: true`");
-  if (has_default) {
-    const YAML::Node d = n["default"];
-    const std::string dw = what + " default";
-    switch (p.kind) {
-      case ParamKind::Int: {
-        KAKEYA_ASSIGN_OR_RETURN(int64_t v, rd.integer(d, dw));
-        p.default_value = v;
-        break;
-      }
-      case ParamKind::Float: {
-        KAKEYA_ASSIGN_OR_RETURN(double v, rd.number(d, dw));
-        p.default_value = v;
-        break;
-      }
-      case ParamKind::Bool: {
-        KAKEYA_ASSIGN_OR_RETURN(bool v, rd.boolean(d, dw));
-        p.default_value = v;
-        break;
-      }
-      case ParamKind::Enum:
-      case ParamKind::String: {
-        KAKEYA_ASSIGN_OR_RETURN(std::string v, rd.str(d, dw));
-        p.default_value = v;
-        break;
-      }
-    }
-    KAKEYA_TRY(check_default_in_bounds(rd, d, p, what));
+  if (p.required && d.present()) return d.error(errc::kBadValue, what + ": `required: true` and `default` exclude each other");
+  if (!p.required && !d.present()) return n.error(errc::kMissingKey, what + " needs a `default` or `required: true`");
+  if (d.present()) {
+    KAKEYA_ASSIGN_OR_RETURN(p.default_value, load_default(d, p.kind, what + " default"));
+    // The request-time check: a default is never refused when a request omits the param.
+    auto checked = validate_param_value(p, p.default_value, "default");
+    if (!checked.ok()) return d.error(checked.error().code, what + ": " + checked.error().message);
   }
   return p;
 }
 
-Result<PresetSpec> load_preset(const Reader& rd, const YAML::Node& n, const std::set<std::string>& env_allowlist) {
-  KAKEYA_TRY(rd.check_map(n, "preset",
-                          {"name", "description", "argv", "params", "timeout_s", "labels", "outputs", "env",
-                           "idempotent", "gate", "models"}));
-  PresetSpec p;
-  if (!n["name"]) return rd.err(n, "preset needs `name`");
-  KAKEYA_ASSIGN_OR_RETURN(p.name, rd.str(n["name"], "preset name"));
-  if (!valid_preset_name(p.name)) return rd.err(n["name"], "preset name `" + p.name + "` must match ^[a-z][a-z0-9-]{1,40}$");
-  const std::string what = "preset `" + p.name + "`";
-  for (const char* k : {"description", "argv", "timeout_s"}) {
-    if (!n[k]) return rd.err(n, what + " needs `" + k + "`");
-  }
-  KAKEYA_ASSIGN_OR_RETURN(p.description, rd.str(n["description"], what + " description"));
-  if (p.description.empty()) return rd.err(n["description"], what + ": description must not be empty");
-
-  KAKEYA_ASSIGN_OR_RETURN(p.timeout_s, rd.integer(n["timeout_s"], what + " timeout_s"));
-  if (p.timeout_s < 1 || p.timeout_s > kMaxTimeoutSeconds) {
-    return rd.err(n["timeout_s"], what + ": timeout_s " + std::to_string(p.timeout_s) + " is outside 1.." +
-                                      std::to_string(kMaxTimeoutSeconds));
-  }
-
-  if (n["labels"]) {
-    KAKEYA_ASSIGN_OR_RETURN(p.labels, rd.str_list(n["labels"], what + " labels"));
-    for (std::size_t i = 0; i < p.labels.size(); ++i) {
-      if (!valid_label(p.labels[i])) return rd.err(n["labels"][i], what + ": invalid label `" + p.labels[i] + "`");
+// argv: a literal argv[0], whole-token placeholders, every reference declared, every param used.
+Status load_argv(const YamlNode& n, PresetSpec& p, const std::set<std::string>& env_allowlist, const std::string& what) {
+  const YamlNode argv = n.get("argv");
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    // `[/bin/sleep, {seconds}]` makes {seconds} a YAML flow mapping.
+    if (argv[i].is_map()) {
+      return argv[i].error(errc::kBadType, what + " argv[" + std::to_string(i) +
+                                               "] must be a string, got a mapping (quote placeholders in YAML: \"{name}\")");
     }
   }
-  if (n["idempotent"]) {
-    KAKEYA_ASSIGN_OR_RETURN(p.idempotent, rd.boolean(n["idempotent"], what + " idempotent"));
-  }
-
-  if (n["outputs"]) {
-    KAKEYA_ASSIGN_OR_RETURN(p.outputs, rd.str_list(n["outputs"], what + " outputs"));
-    std::set<std::string> seen;
-    for (std::size_t i = 0; i < p.outputs.size(); ++i) {
-      if (!valid_output_path(p.outputs[i])) {
-        return rd.err(n["outputs"][i], what + ": output `" + p.outputs[i] +
-                                           "` must be a relative path of [A-Za-z0-9._-] segments (no `..`, not absolute)");
-      }
-      if (!seen.insert(p.outputs[i]).second) return rd.err(n["outputs"][i], what + ": duplicate output `" + p.outputs[i] + "`");
-    }
-  }
-  if (n["env"]) {
-    KAKEYA_ASSIGN_OR_RETURN(p.env, rd.str_list(n["env"], what + " env"));
-    for (std::size_t i = 0; i < p.env.size(); ++i) {
-      if (!env_allowlist.count(p.env[i])) {
-        return rd.err(n["env"][i], what + ": env `" + p.env[i] + "` is not in env_allowlist");
-      }
-    }
-  }
-  if (n["models"]) {
-    KAKEYA_ASSIGN_OR_RETURN(p.models, rd.str_list(n["models"], what + " models"));
-    std::set<std::string> seen;
-    for (std::size_t i = 0; i < p.models.size(); ++i) {
-      if (!valid_model_role(p.models[i])) return rd.err(n["models"][i], what + ": invalid model role `" + p.models[i] + "`");
-      if (!seen.insert(p.models[i]).second) return rd.err(n["models"][i], what + ": duplicate model role `" + p.models[i] + "`");
-    }
-  }
-  if (n["gate"] && !n["gate"].IsNull()) {
-    const YAML::Node g = n["gate"];
-    KAKEYA_TRY(rd.check_unique_keys(g, what + " gate"));
-    for (const auto& kv : g) {
-      const std::string out = kv.first.Scalar();
-      bool declared = false;
-      for (const auto& o : p.outputs) declared = declared || o == out;
-      if (!declared) return rd.err(kv.first, what + ": gate report `" + out + "` is not a declared output");
-      KAKEYA_ASSIGN_OR_RETURN(auto rules, rd.str_list(kv.second, what + " gate " + out));
-      for (std::size_t i = 0; i < rules.size(); ++i) {
-        if (!valid_rule_code(rules[i])) return rd.err(kv.second[i], what + ": invalid gate rule code `" + rules[i] + "`");
-      }
-      p.gate[out] = std::move(rules);
-    }
-  }
-
-  if (n["params"] && !n["params"].IsNull()) {
-    const YAML::Node params = n["params"];
-    KAKEYA_TRY(rd.check_unique_keys(params, what + " params"));
-    for (const auto& kv : params) {
-      KAKEYA_ASSIGN_OR_RETURN(ParamSpec ps, load_param(rd, kv.first, kv.second, p.name));
-      p.params.push_back(std::move(ps));
-    }
-  }
-
-  // argv: literal argv[0], whole-token placeholders, every reference declared.
-  const YAML::Node argv = n["argv"];
-  KAKEYA_ASSIGN_OR_RETURN(p.argv, rd.str_list(argv, what + " argv"));
-  if (p.argv.empty()) return rd.err(argv, what + ": argv must not be empty");
+  KAKEYA_ASSIGN_OR_RETURN(p.argv, argv.string_list(what + " argv"));
+  if (p.argv.empty()) return argv.error(errc::kBadValue, what + ": argv must not be empty");
   std::set<std::string> used_params;
   for (std::size_t i = 0; i < p.argv.size(); ++i) {
     auto tok = parse_argv_token(p.argv[i]);
-    if (!tok.ok()) return rd.err(argv[i], what + " argv[" + std::to_string(i) + "]: " + tok.error().message);
+    if (!tok.ok()) return argv[i].error(errc::kBadValue, what + " argv[" + std::to_string(i) + "]: " + tok.error().message);
     if (i == 0 && tok->kind != ArgvToken::Kind::Literal) {
-      return rd.err(argv[i], what + ": argv[0] must be a literal program, not a placeholder");
+      return argv[i].error(errc::kBadValue, what + ": argv[0] must be a literal program, not a placeholder");
     }
     switch (tok->kind) {
       case ArgvToken::Kind::Param:
         if (!p.find_param(tok->name)) {
-          return rd.err(argv[i], what + ": argv placeholder {" + tok->name + "} is not a declared param");
+          return argv[i].error(errc::kBadValue, what + ": argv placeholder {" + tok->name + "} is not a declared param");
         }
         used_params.insert(tok->name);
         break;
       case ArgvToken::Kind::Env:
         if (!env_allowlist.count(tok->name)) {
-          return rd.err(argv[i], what + ": argv uses env `" + tok->name + "` which is not in env_allowlist");
+          return argv[i].error(errc::kBadValue,
+                               what + ": argv uses env `" + tok->name + "` which is not in env_allowlist");
         }
         break;
-      case ArgvToken::Kind::Model: {
-        bool declared = false;
-        for (const auto& m : p.models) declared = declared || m == tok->name;
-        if (!declared) return rd.err(argv[i], what + ": argv uses model role `" + tok->name + "` not listed in models");
+      case ArgvToken::Kind::Model:
+        if (!contains(p.models, tok->name)) {
+          return argv[i].error(errc::kBadValue, what + ": argv uses model role `" + tok->name + "` not listed in models");
+        }
         break;
-      }
       default:
         break;
     }
   }
   for (const auto& ps : p.params) {
-    if (!used_params.count(ps.name)) return rd.err(n["params"][ps.name], what + ": param `" + ps.name + "` is declared but not used in argv");
+    if (!used_params.count(ps.name)) {
+      return n.get("params").get(ps.name).error(errc::kBadValue,
+                                                what + ": param `" + ps.name + "` is declared but not used in argv");
+    }
   }
+  return ok_status();
+}
+
+// A list of unique strings, each accepted by `valid` (message: "<what>: invalid <noun> `x`").
+Result<std::vector<std::string>> load_unique_list(const YamlNode& n, const std::string& what, const char* noun,
+                                                  bool (*valid)(std::string_view)) {
+  KAKEYA_ASSIGN_OR_RETURN(auto items, n.string_list(what + " " + noun + "s"));
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (!valid(items[i])) return n[i].error(errc::kBadValue, what + ": invalid " + noun + " `" + items[i] + "`");
+    if (!seen.insert(items[i]).second) {
+      return n[i].error(errc::kBadValue, what + ": duplicate " + std::string(noun) + " `" + items[i] + "`");
+    }
+  }
+  return items;
+}
+
+Result<PresetSpec> load_preset(const YamlNode& n, const std::set<std::string>& env_allowlist) {
+  KAKEYA_TRY(n.check_map("preset", {"name", "description", "argv", "params", "timeout_s", "labels", "outputs", "env",
+                                    "idempotent", "gate", "models"}));
+  PresetSpec p;
+  KAKEYA_ASSIGN_OR_RETURN(YamlNode name, n.require("name", "preset"));
+  KAKEYA_ASSIGN_OR_RETURN(p.name, name.string("preset name"));
+  if (!is_valid_preset_name(p.name)) {
+    return name.error(errc::kBadValue, "preset name `" + p.name + "` must match ^[a-z][a-z0-9-]{1,40}$");
+  }
+  const std::string what = "preset `" + p.name + "`";
+  for (const char* k : {"description", "argv", "timeout_s"}) KAKEYA_TRY(n.require(k, what));
+  KAKEYA_ASSIGN_OR_RETURN(p.description, n.get("description").string(what + " description"));
+  if (p.description.empty()) return n.get("description").error(errc::kBadValue, what + ": description must not be empty");
+  KAKEYA_ASSIGN_OR_RETURN(p.timeout_s, n.get("timeout_s").integer(what + " timeout_s", 1, kMaxTimeoutSeconds));
+
+  KAKEYA_ASSIGN_OR_RETURN(p.labels, n.get("labels").string_list(what + " labels"));
+  for (std::size_t i = 0; i < p.labels.size(); ++i) {
+    if (!valid_label(p.labels[i])) return n.get("labels")[i].error(errc::kBadValue, what + ": invalid label `" + p.labels[i] + "`");
+  }
+  if (n.get("idempotent").present()) {
+    KAKEYA_ASSIGN_OR_RETURN(p.idempotent, n.get("idempotent").boolean(what + " idempotent"));
+  }
+  const YamlNode outputs = n.get("outputs");
+  KAKEYA_ASSIGN_OR_RETURN(p.outputs, outputs.string_list(what + " outputs"));
+  std::set<std::string> seen_outputs;
+  for (std::size_t i = 0; i < p.outputs.size(); ++i) {
+    if (!valid_output_path(p.outputs[i])) {
+      return outputs[i].error(errc::kBadValue, what + ": output `" + p.outputs[i] +
+                                                   "` must be a relative path of [A-Za-z0-9._-] segments (no `..`, not absolute)");
+    }
+    if (!seen_outputs.insert(p.outputs[i]).second) {
+      return outputs[i].error(errc::kBadValue, what + ": duplicate output `" + p.outputs[i] + "`");
+    }
+  }
+  const YamlNode env = n.get("env");
+  KAKEYA_ASSIGN_OR_RETURN(p.env, env.string_list(what + " env"));
+  for (std::size_t i = 0; i < p.env.size(); ++i) {
+    if (!env_allowlist.count(p.env[i])) {
+      return env[i].error(errc::kBadValue, what + ": env `" + p.env[i] + "` is not in env_allowlist");
+    }
+  }
+  KAKEYA_ASSIGN_OR_RETURN(p.models, load_unique_list(n.get("models"), what, "model role", is_model_role));
+
+  const YamlNode gate = n.get("gate");
+  if (!gate.is_null()) {
+    KAKEYA_TRY(gate.check_map(what + " gate"));
+    for (const auto& [key, rules_node] : gate.entries()) {
+      KAKEYA_ASSIGN_OR_RETURN(std::string out, key.string(what + " gate report"));
+      if (!contains(p.outputs, out)) {
+        return key.error(errc::kBadValue, what + ": gate report `" + out + "` is not a declared output");
+      }
+      KAKEYA_ASSIGN_OR_RETURN(auto rules, rules_node.string_list(what + " gate " + out));
+      for (std::size_t i = 0; i < rules.size(); ++i) {
+        if (!valid_rule_code(rules[i])) {
+          return rules_node[i].error(errc::kBadValue, what + ": invalid gate rule code `" + rules[i] + "`");
+        }
+      }
+      p.gate[out] = std::move(rules);
+    }
+  }
+
+  const YamlNode params = n.get("params");
+  if (!params.is_null()) {
+    KAKEYA_TRY(params.check_map(what + " params"));
+    for (const auto& [key, value] : params.entries()) {
+      KAKEYA_ASSIGN_OR_RETURN(ParamSpec ps, load_param(key, value, p.name));
+      p.params.push_back(std::move(ps));
+    }
+  }
+  KAKEYA_TRY(load_argv(n, p, env_allowlist, what));
   return p;
 }
 
@@ -471,55 +327,48 @@ const PresetSpec* PresetCatalog::find(std::string_view preset_name) const {
 }
 
 Result<PresetCatalog> PresetCatalog::load_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error("bad_catalog", path.string() + ": cannot read the preset catalog");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return load_string(ss.str(), path.string());
+  KAKEYA_ASSIGN_OR_RETURN(YamlDocument doc, YamlDocument::load_file(path));
+  return load(doc);
 }
 
 Result<PresetCatalog> PresetCatalog::load_string(std::string_view yaml, std::string_view origin) {
-  Reader rd{std::string(origin)};
-  YAML::Node loaded;
-  try {
-    loaded = YAML::Load(std::string(yaml));
-  } catch (const YAML::Exception& e) {
-    return rd.err(e.mark, "invalid YAML: " + e.msg);
-  }
-  const YAML::Node& root = loaded;  // const: lookups never insert
-  try {
-    KAKEYA_TRY(rd.check_map(root, "the catalog", {"version", "env_allowlist", "presets"}));
-    if (!root["version"]) return rd.err(root, "the catalog needs `version: 1`");
-    KAKEYA_ASSIGN_OR_RETURN(int64_t version, rd.integer(root["version"], "version"));
-    if (version != 1) return rd.err(root["version"], "unsupported catalog version " + std::to_string(version) + " (expected 1)");
+  KAKEYA_ASSIGN_OR_RETURN(YamlDocument doc, YamlDocument::parse(yaml, std::string(origin)));
+  return load(doc);
+}
 
-    PresetCatalog cat;
-    std::set<std::string> allow;
-    if (root["env_allowlist"]) {
-      KAKEYA_ASSIGN_OR_RETURN(cat.env_allowlist_, rd.str_list(root["env_allowlist"], "env_allowlist"));
-      for (std::size_t i = 0; i < cat.env_allowlist_.size(); ++i) {
-        const auto& e = cat.env_allowlist_[i];
-        if (!valid_env_name(e)) return rd.err(root["env_allowlist"][i], "env_allowlist entry `" + e + "` must match ^[A-Z_][A-Z0-9_]*$");
-        if (!allow.insert(e).second) return rd.err(root["env_allowlist"][i], "duplicate env_allowlist entry `" + e + "`");
-      }
-    }
-    if (!root["presets"]) return rd.err(root, "the catalog needs a `presets` list");
-    const YAML::Node presets = root["presets"];
-    if (!presets.IsSequence()) return rd.err(presets, "`presets` must be a list");
-    std::map<std::string, int> first_line;
-    for (const auto& pn : presets) {
-      KAKEYA_ASSIGN_OR_RETURN(PresetSpec spec, load_preset(rd, pn, allow));
-      auto [it, inserted] = first_line.emplace(spec.name, pn.Mark().line + 1);
-      if (!inserted) {
-        return rd.err(pn["name"], "duplicate preset name `" + spec.name + "` (first defined on line " +
-                                      std::to_string(it->second) + ")");
-      }
-      cat.presets_.push_back(std::move(spec));
-    }
-    return cat;
-  } catch (const YAML::Exception& e) {
-    return rd.err(e.mark, "invalid catalog: " + e.msg);
+Result<PresetCatalog> PresetCatalog::load(const YamlDocument& doc) {
+  const YamlNode root = doc.root();
+  KAKEYA_TRY(root.check_map("the catalog", {"version", "env_allowlist", "presets"}));
+  KAKEYA_ASSIGN_OR_RETURN(YamlNode version_node, root.require("version", "the catalog"));
+  KAKEYA_ASSIGN_OR_RETURN(int64_t version, version_node.integer("version"));
+  if (version != 1) {
+    return version_node.error(errc::kBadValue, "unsupported catalog version " + std::to_string(version) + " (expected 1)");
   }
+
+  PresetCatalog cat;
+  std::set<std::string> allow;
+  const YamlNode allowlist = root.get("env_allowlist");
+  KAKEYA_ASSIGN_OR_RETURN(cat.env_allowlist_, allowlist.string_list("env_allowlist"));
+  for (std::size_t i = 0; i < cat.env_allowlist_.size(); ++i) {
+    const auto& e = cat.env_allowlist_[i];
+    if (!is_env_name(e)) {
+      return allowlist[i].error(errc::kBadValue, "env_allowlist entry `" + e + "` must match " + std::string(kEnvNamePattern));
+    }
+    if (!allow.insert(e).second) return allowlist[i].error(errc::kBadValue, "duplicate env_allowlist entry `" + e + "`");
+  }
+  KAKEYA_ASSIGN_OR_RETURN(YamlNode presets, root.require("presets", "the catalog"));
+  if (!presets.is_list()) return presets.error(errc::kBadType, "`presets` must be a list, got " + presets.describe());
+  std::map<std::string, int> first_line;  // preset name -> line of its first definition
+  for (std::size_t i = 0; i < presets.size(); ++i) {
+    KAKEYA_ASSIGN_OR_RETURN(PresetSpec spec, load_preset(presets[i], allow));
+    auto [it, inserted] = first_line.emplace(spec.name, presets[i].line());
+    if (!inserted) {
+      return presets[i].get("name").error(errc::kBadValue, "duplicate preset name `" + spec.name +
+                                                               "` (first defined on line " + std::to_string(it->second) + ")");
+    }
+    cat.presets_.push_back(std::move(spec));
+  }
+  return cat;
 }
 
 }  // namespace kakeya::bridge

@@ -4,7 +4,7 @@
 //
 // File shape (unknown keys and duplicate keys are load errors, at every level):
 //   version: 1
-//   env_allowlist: [KAKEYA_MODEL_DIR]        # env names presets may reference (^[A-Z_][A-Z0-9_]*$)
+//   env_allowlist: [KAKEYA_MODEL_DIR]        # env names presets may reference (bridge/names.h is_env_name)
 //   presets:
 //     - name: sleep-test                       # ^[a-z][a-z0-9-]{1,40}$, unique
 //       description: "..."                     # non-empty
@@ -23,7 +23,9 @@
 //       idempotent: false                      # may be re-run after a takeover (default false)
 //       gate: {report.json: [SAMPLES, WARMUP]} # output -> evidence rule codes (output must be declared)
 //       models: [target]                       # model roles; every ${MODEL:role} must be listed
-// Load errors (code "bad_catalog") read `origin:line:column: reason` (1-based, from yaml-cpp marks).
+// Read with the strict YAML reader (bridge/yaml_strict.h): load errors carry its codes (io,
+// too_large, parse_error, unknown_key, duplicate_key, missing_key, bad_type, out_of_range,
+// bad_value) and read `origin:line:column: reason` (1-based, from yaml-cpp marks).
 
 #include <cstdint>
 #include <filesystem>
@@ -40,6 +42,8 @@
 #include "bridge/result.h"
 
 namespace kakeya::bridge {
+
+class YamlDocument;
 
 enum class ParamKind { Int, Float, Bool, Enum, String };
 const char* to_string(ParamKind kind);  // "int" "float" "bool" "enum" "string"
@@ -89,6 +93,8 @@ class PresetCatalog {
   const std::vector<std::string>& env_allowlist() const { return env_allowlist_; }
 
  private:
+  static Result<PresetCatalog> load(const YamlDocument& doc);
+
   std::vector<PresetSpec> presets_;
   std::vector<std::string> env_allowlist_;
 };
@@ -112,14 +118,20 @@ struct ResolvedParams {
   nlohmann::json to_json() const;  // {"name": typed value, ...}
 };
 
-// Checks request params against the preset and fills defaults. Strict JSON typing:
+// Checks one value against `spec`. Strict JSON typing:
 //   int:    a JSON integer (not 5.0, not "5", not true) within [min, max]
 //   float:  any JSON number, finite, within [min, max]
 //   bool:   true / false
 //   enum:   a JSON string listed in `values`
 //   string: a JSON string, <= max_length bytes, no NUL byte, whole-matching `pattern`
-// Errors name `params.<name>`, the value and the violated bound: unknown_param, missing_param,
-// bad_type, out_of_bounds, bad_value. `params` must be an object (bad_type otherwise).
+// Errors name `field` (e.g. "params.steps"), the value and the violated bound: bad_type,
+// out_of_range, bad_value. The catalog loader checks every `default` with it, so a default can
+// never be refused at request time.
+Result<ParamValue> validate_param_value(const ParamSpec& spec, const nlohmann::json& value, std::string_view field);
+
+// Checks request params against the preset (validate_param_value per param, field
+// `params.<name>`) and fills defaults. Errors: unknown_param, missing_param, and those of
+// validate_param_value. `params` must be an object (bad_type otherwise).
 Result<ResolvedParams> validate_params(const PresetSpec& preset, const nlohmann::json& params);
 
 struct ArgvContext {
@@ -136,9 +148,9 @@ struct ArgvContext {
 Result<std::vector<std::string>> resolve_argv(const PresetSpec& preset, const ArgvContext& ctx);
 
 // One argv token of a preset, classified. Placeholders are whole tokens:
-//   "{name}"          Param  (name ^[a-z][a-z0-9_]{0,39}$)
-//   "${ENV:NAME}"     Env    (NAME ^[A-Z_][A-Z0-9_]*$)
-//   "${MODEL:role}"   Model  (role ^[a-z][a-z0-9_-]{0,39}$)
+//   "{name}"          Param  (name: is_param_name, bridge/names.h)
+//   "${ENV:NAME}"     Env    (NAME: is_env_name)
+//   "${MODEL:role}"   Model  (role: is_model_role)
 //   "${OUT}"          Out
 // Any other token containing `{` or `}` is an error (e.g. "--n={steps}", "${HOME}"), so a
 // placeholder can never be glued to other text.

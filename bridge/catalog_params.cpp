@@ -4,22 +4,14 @@
 #include <cmath>
 
 #include "bridge/catalog.h"
+#include "bridge/error_codes.h"
 #include "bridge/json_strict.h"
+#include "bridge/names.h"
 
 namespace kakeya::bridge {
 namespace {
 
 using nlohmann::json;
-
-bool all_of(std::string_view s, bool (*pred)(char)) {
-  for (char c : s) {
-    if (!pred(c)) return false;
-  }
-  return true;
-}
-bool param_char(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; }
-bool env_char(char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }
-bool role_char(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'; }
 
 std::string field(const std::string& name) { return json_path_append_key("params", name); }
 
@@ -35,54 +27,57 @@ const char* json_kind(const json& v) {
   return v.type_name();
 }
 
-Error type_error(const ParamSpec& p, const json& v, std::string_view expected) {
-  return make_error("bad_type", "`" + field(p.name) + "` must be " + std::string(expected) + ", got " +
+Error type_error(const std::string& name, const json& v, std::string_view expected) {
+  return make_error(errc::kBadType, "`" + name + "` must be " + std::string(expected) + ", got " +
                                     json_kind(v) + " " + json_excerpt(v));
 }
 
-Result<ParamValue> check_value(const ParamSpec& p, const json& v) {
+}  // namespace
+
+Result<ParamValue> validate_param_value(const ParamSpec& p, const nlohmann::json& v, std::string_view field_name) {
+  const std::string name(field_name);
   ParamValue out;
   out.kind = p.kind;
   switch (p.kind) {
     case ParamKind::Int: {
-      if (!v.is_number_integer()) return type_error(p, v, "a JSON integer");
+      if (!v.is_number_integer()) return type_error(name, v, "a JSON integer");
       if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
-        return make_error("out_of_bounds", "`" + field(p.name) + "` = " + json_excerpt(v) + " is above max " +
+        return make_error(errc::kOutOfRange, "`" + name + "` = " + json_excerpt(v) + " is above max " +
                                                std::to_string(p.max_int));
       }
       int64_t x = v.get<int64_t>();
       if (x < p.min_int) {
-        return make_error("out_of_bounds", "`" + field(p.name) + "` = " + std::to_string(x) + " is below min " +
+        return make_error(errc::kOutOfRange, "`" + name + "` = " + std::to_string(x) + " is below min " +
                                                std::to_string(p.min_int));
       }
       if (x > p.max_int) {
-        return make_error("out_of_bounds", "`" + field(p.name) + "` = " + std::to_string(x) + " is above max " +
+        return make_error(errc::kOutOfRange, "`" + name + "` = " + std::to_string(x) + " is above max " +
                                                std::to_string(p.max_int));
       }
       out.value = x;
       return out;
     }
     case ParamKind::Float: {
-      if (!v.is_number()) return type_error(p, v, "a JSON number");
+      if (!v.is_number()) return type_error(name, v, "a JSON number");
       double x = v.get<double>();
-      if (!std::isfinite(x)) return make_error("bad_value", "`" + field(p.name) + "` = " + json_excerpt(v) + " is not finite");
+      if (!std::isfinite(x)) return make_error(errc::kBadValue, "`" + name + "` = " + json_excerpt(v) + " is not finite");
       if (x < p.min_float) {
-        return make_error("out_of_bounds", "`" + field(p.name) + "` = " + format_double(x) + " is below min " +
+        return make_error(errc::kOutOfRange, "`" + name + "` = " + format_double(x) + " is below min " +
                                                format_double(p.min_float));
       }
       if (x > p.max_float) {
-        return make_error("out_of_bounds", "`" + field(p.name) + "` = " + format_double(x) + " is above max " +
+        return make_error(errc::kOutOfRange, "`" + name + "` = " + format_double(x) + " is above max " +
                                                format_double(p.max_float));
       }
       out.value = x;
       return out;
     }
     case ParamKind::Bool:
-      if (!v.is_boolean()) return type_error(p, v, "true or false");
+      if (!v.is_boolean()) return type_error(name, v, "true or false");
       out.value = v.get<bool>();
       return out;
     case ParamKind::Enum: {
-      if (!v.is_string()) return type_error(p, v, "a JSON string");
+      if (!v.is_string()) return type_error(name, v, "a JSON string");
       std::string s = v.get<std::string>();
       for (const auto& allowed : p.values) {
         if (allowed == s) {
@@ -92,35 +87,33 @@ Result<ParamValue> check_value(const ParamSpec& p, const json& v) {
       }
       std::string list;
       for (const auto& allowed : p.values) list += (list.empty() ? "" : ", ") + allowed;
-      return make_error("bad_value", "`" + field(p.name) + "` = " + json_excerpt(v) + " is not one of: " + list);
+      return make_error(errc::kBadValue, "`" + name + "` = " + json_excerpt(v) + " is not one of: " + list);
     }
     case ParamKind::String: {
-      if (!v.is_string()) return type_error(p, v, "a JSON string");
+      if (!v.is_string()) return type_error(name, v, "a JSON string");
       std::string s = v.get<std::string>();
       if (s.size() > p.max_length) {
-        return make_error("out_of_bounds", "`" + field(p.name) + "` = " + json_excerpt(v) + " is " +
+        return make_error(errc::kOutOfRange, "`" + name + "` = " + json_excerpt(v) + " is " +
                                                std::to_string(s.size()) + " bytes, above max_length " +
                                                std::to_string(p.max_length));
       }
       if (s.find('\0') != std::string::npos) {
-        return make_error("bad_value", "`" + field(p.name) + "` = " + json_excerpt(v) + " contains a NUL byte");
+        return make_error(errc::kBadValue, "`" + name + "` = " + json_excerpt(v) + " contains a NUL byte");
       }
       auto matched = p.regex->full_match(s);
       if (!matched.ok()) {
-        return make_error("bad_value", "`" + field(p.name) + "` = " + json_excerpt(v) + ": " + matched.error().message);
+        return make_error(errc::kBadValue, "`" + name + "` = " + json_excerpt(v) + ": " + matched.error().message);
       }
       if (!matched.value()) {
-        return make_error("bad_value", "`" + field(p.name) + "` = " + json_excerpt(v) + " does not match pattern " +
+        return make_error(errc::kBadValue, "`" + name + "` = " + json_excerpt(v) + " does not match pattern " +
                                            p.pattern);
       }
       out.value = std::move(s);
       return out;
     }
   }
-  return make_error("bad_value", "`" + field(p.name) + "`: unknown kind");
+  return make_error(errc::kBadValue, "`" + name + "`: unknown kind");
 }
-
-}  // namespace
 
 const char* to_string(ParamKind kind) {
   switch (kind) {
@@ -162,27 +155,24 @@ Result<ArgvToken> parse_argv_token(std::string_view t) {
   if (t == "${OUT}") return ArgvToken{ArgvToken::Kind::Out, ""};
   if (t.size() > 7 && t.substr(0, 6) == "${ENV:" && t.back() == '}') {
     std::string_view name = inner("${ENV:");
-    if (!name.empty() && !(name[0] >= '0' && name[0] <= '9') && all_of(name, env_char)) {
-      return ArgvToken{ArgvToken::Kind::Env, std::string(name)};
-    }
-    return make_error("bad_placeholder", "bad env name in `" + std::string(t) + "` (expected ^[A-Z_][A-Z0-9_]*$)");
+    if (is_env_name(name)) return ArgvToken{ArgvToken::Kind::Env, std::string(name)};
+    return make_error(errc::kBadPlaceholder,
+                      "bad env name in `" + std::string(t) + "` (expected " + std::string(kEnvNamePattern) + ")");
   }
   if (t.size() > 9 && t.substr(0, 8) == "${MODEL:" && t.back() == '}') {
     std::string_view role = inner("${MODEL:");
-    if (!role.empty() && role.size() <= 40 && role[0] >= 'a' && role[0] <= 'z' && all_of(role, role_char)) {
-      return ArgvToken{ArgvToken::Kind::Model, std::string(role)};
-    }
-    return make_error("bad_placeholder", "bad model role in `" + std::string(t) + "`");
+    if (is_model_role(role)) return ArgvToken{ArgvToken::Kind::Model, std::string(role)};
+    return make_error(errc::kBadPlaceholder,
+                      "bad model role in `" + std::string(t) + "` (expected " + std::string(kModelRolePattern) + ")");
   }
   if (t.size() > 2 && t.front() == '{' && t.back() == '}') {
     std::string_view name = inner("{");
-    if (name.size() <= 40 && name[0] >= 'a' && name[0] <= 'z' && all_of(name, param_char)) {
-      return ArgvToken{ArgvToken::Kind::Param, std::string(name)};
-    }
-    return make_error("bad_placeholder", "bad param name in `" + std::string(t) + "` (expected ^[a-z][a-z0-9_]{0,39}$)");
+    if (is_param_name(name)) return ArgvToken{ArgvToken::Kind::Param, std::string(name)};
+    return make_error(errc::kBadPlaceholder,
+                      "bad param name in `" + std::string(t) + "` (expected " + std::string(kParamNamePattern) + ")");
   }
   if (t.find('{') != std::string_view::npos || t.find('}') != std::string_view::npos) {
-    return make_error("bad_placeholder", "`" + std::string(t) +
+    return make_error(errc::kBadPlaceholder, "`" + std::string(t) +
                                              "` mixes a placeholder with other text or is not a known placeholder; "
                                              "placeholders must be whole argv tokens ({param}, ${ENV:NAME}, "
                                              "${MODEL:role}, ${OUT})");
@@ -192,13 +182,13 @@ Result<ArgvToken> parse_argv_token(std::string_view t) {
 
 Result<ResolvedParams> validate_params(const PresetSpec& preset, const nlohmann::json& params) {
   if (!params.is_object()) {
-    return make_error("bad_type", "`params` must be an object, got " + json_excerpt(params));
+    return make_error(errc::kBadType, "`params` must be an object, got " + json_excerpt(params));
   }
   for (const auto& [k, v] : params.items()) {
     if (!preset.find_param(k)) {
       std::string known;
       for (const auto& p : preset.params) known += (known.empty() ? "" : ", ") + p.name;
-      return make_error("unknown_param", "`" + field(k) + "` is not a parameter of preset " + preset.name +
+      return make_error(errc::kUnknownParam, "`" + field(k) + "` is not a parameter of preset " + preset.name +
                                              " (known: " + (known.empty() ? "none" : known) + ")");
     }
   }
@@ -207,16 +197,16 @@ Result<ResolvedParams> validate_params(const PresetSpec& preset, const nlohmann:
     auto it = params.find(p.name);
     if (it == params.end()) {
       if (p.required) {
-        return make_error("missing_param", "`" + field(p.name) + "` is required by preset " + preset.name);
+        return make_error(errc::kMissingParam, "`" + field(p.name) + "` is required by preset " + preset.name);
       }
-      KAKEYA_ASSIGN_OR_RETURN(ParamValue dv, check_value(p, p.default_value));
+      KAKEYA_ASSIGN_OR_RETURN(ParamValue dv, validate_param_value(p, p.default_value, field(p.name)));
       out.values.emplace(p.name, std::move(dv));
       continue;
     }
     if (it->is_null()) {
-      return make_error("bad_type", "`" + field(p.name) + "` is null; omit it to use the default");
+      return make_error(errc::kBadType, "`" + field(p.name) + "` is null; omit it to use the default");
     }
-    KAKEYA_ASSIGN_OR_RETURN(ParamValue v, check_value(p, *it));
+    KAKEYA_ASSIGN_OR_RETURN(ParamValue v, validate_param_value(p, *it, field(p.name)));
     out.values.emplace(p.name, std::move(v));
   }
   return out;
@@ -234,7 +224,7 @@ Result<std::vector<std::string>> resolve_argv(const PresetSpec& preset, const Ar
       case ArgvToken::Kind::Param: {
         const ParamValue* v = ctx.params ? ctx.params->find(tok.name) : nullptr;
         if (!v) {
-          return make_error("missing_param", "preset " + preset.name + " argv needs param `" + tok.name +
+          return make_error(errc::kMissingParam, "preset " + preset.name + " argv needs param `" + tok.name +
                                                  "` but it was not resolved (call validate_params first)");
         }
         argv.push_back(v->to_arg());
@@ -243,7 +233,7 @@ Result<std::vector<std::string>> resolve_argv(const PresetSpec& preset, const Ar
       case ArgvToken::Kind::Env: {
         auto it = ctx.env.find(tok.name);
         if (it == ctx.env.end()) {
-          return make_error("missing_env", "preset " + preset.name + " needs environment variable " + tok.name +
+          return make_error(errc::kMissingEnv, "preset " + preset.name + " needs environment variable " + tok.name +
                                                " on the runner, and it is not set");
         }
         argv.push_back(it->second);
@@ -252,7 +242,7 @@ Result<std::vector<std::string>> resolve_argv(const PresetSpec& preset, const Ar
       case ArgvToken::Kind::Model: {
         auto it = ctx.models.find(tok.name);
         if (it == ctx.models.end() || it->second.empty()) {
-          return make_error("missing_model", "preset " + preset.name + " needs model role `" + tok.name +
+          return make_error(errc::kMissingModel, "preset " + preset.name + " needs model role `" + tok.name +
                                                  "`: set models." + tok.name +
                                                  " in the runner config or install it under ~/.kakeya/models/");
         }
@@ -261,7 +251,7 @@ Result<std::vector<std::string>> resolve_argv(const PresetSpec& preset, const Ar
       }
       case ArgvToken::Kind::Out:
         if (ctx.out_dir.empty()) {
-          return make_error("missing_out_dir", "preset " + preset.name + " uses ${OUT} but no output directory was given");
+          return make_error(errc::kMissingOutDir, "preset " + preset.name + " uses ${OUT} but no output directory was given");
         }
         argv.push_back(ctx.out_dir);
         break;

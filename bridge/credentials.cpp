@@ -84,7 +84,7 @@ Result<UrlParts> parse_url(const std::string& url) {
     // scp-like: [user@]host:path
     size_t colon = rest.find(':');
     if (colon == std::string_view::npos) {
-      return make_error("bad_remote_url", "remote URL '" + redact_url(url) + "' has no scheme and no host");
+      return make_error(errc::kBadRemoteUrl, "remote URL '" + redact_url(url) + "' has no scheme and no host");
     }
     std::string_view authority = rest.substr(0, colon);
     size_t at = authority.rfind('@');
@@ -95,7 +95,7 @@ Result<UrlParts> parse_url(const std::string& url) {
     p.host = lower(std::string(authority));
   }
   if (p.host.empty()) {
-    return make_error("bad_remote_url", "remote URL '" + redact_url(url) + "' has an empty host");
+    return make_error(errc::kBadRemoteUrl, "remote URL '" + redact_url(url) + "' has an empty host");
   }
   return p;
 }
@@ -118,16 +118,16 @@ Result<Credentials> load_credentials(const std::string& remote_url,
   std::string token = env_or_empty("KAKEYA_GIT_TOKEN");
   std::string token_file = env_or_empty("KAKEYA_GIT_TOKEN_FILE");
   if (!token.empty() && !token_file.empty()) {
-    return make_error("credentials_conflict",
+    return make_error(errc::kCredentialsConflict,
                       "both KAKEYA_GIT_TOKEN and KAKEYA_GIT_TOKEN_FILE are set; set only one");
   }
   if (!token_file.empty()) {
     std::ifstream in(token_file);
-    if (!in) return make_error("credentials_file", "cannot read KAKEYA_GIT_TOKEN_FILE '" + token_file + "'");
+    if (!in) return make_error(errc::kCredentialsFile, "cannot read KAKEYA_GIT_TOKEN_FILE '" + token_file + "'");
     std::getline(in, token);
     token = rstrip(token);
     if (token.empty()) {
-      return make_error("credentials_file", "KAKEYA_GIT_TOKEN_FILE '" + token_file + "' line 1 is empty");
+      return make_error(errc::kCredentialsFile, "KAKEYA_GIT_TOKEN_FILE '" + token_file + "' line 1 is empty");
     }
   }
   if (!token.empty()) {
@@ -142,7 +142,7 @@ Result<Credentials> load_credentials(const std::string& remote_url,
   KAKEYA_ASSIGN_OR_RETURN(UrlParts remote, parse_url(remote_url));
   const std::string file = credentials_file->string();
   std::ifstream in(*credentials_file);
-  if (!in) return make_error("credentials_file", "cannot read credentials file '" + file + "'");
+  if (!in) return make_error(errc::kCredentialsFile, "cannot read credentials file '" + file + "'");
   std::string line;
   int line_no = 0;
   while (std::getline(in, line)) {
@@ -153,11 +153,11 @@ Result<Credentials> load_credentials(const std::string& remote_url,
     line = line.substr(first);
     const std::string where = "credentials file '" + file + "' line " + std::to_string(line_no);
     if (line.find("://") == std::string::npos) {
-      return make_error("bad_credentials_line", where + ": expected scheme://user:token@host");
+      return make_error(errc::kBadCredentialsLine, where + ": expected scheme://user:token@host");
     }
     auto parsed = parse_url(line);
     if (!parsed.ok() || parsed->username.empty() || parsed->password.empty()) {
-      return make_error("bad_credentials_line", where + ": expected scheme://user:token@host");
+      return make_error(errc::kBadCredentialsLine, where + ": expected scheme://user:token@host");
     }
     if (parsed->scheme == remote.scheme && parsed->host == remote.host) {
       c.username = parsed->username;
@@ -165,7 +165,7 @@ Result<Credentials> load_credentials(const std::string& remote_url,
       return c;
     }
   }
-  return make_error("credentials_not_found", "credentials file '" + file + "' has no entry for " +
+  return make_error(errc::kCredentialsNotFound, "credentials file '" + file + "' has no entry for " +
                                                  remote.scheme + "://" + remote.host);
 }
 

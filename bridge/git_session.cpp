@@ -24,14 +24,14 @@ Result<std::unique_ptr<RemoteSession>> RemoteSession::connect(git_repository* re
   s->net_deadline_.emplace(s->deadline_, &s->timed_out_);
   git_remote* raw = nullptr;
   if (git_remote_create_anonymous(&raw, repo, url.c_str()) != 0) {
-    return git::last_error("transport", "cannot create remote for " + s->redacted_url_);
+    return git::last_error(errc::kTransport, "cannot create remote for " + s->redacted_url_);
   }
   s->remote_.reset(raw);
   s->start_watchdog();
   git_proxy_options proxy;
   git_proxy_options_init(&proxy, GIT_PROXY_OPTIONS_VERSION);
   if (git_remote_connect(s->remote_.get(), direction, &s->callbacks_, &proxy, nullptr) != 0) {
-    return s->failure("transport", "connect");
+    return s->failure(errc::kTransport, "connect");
   }
   return s;
 }
@@ -68,19 +68,19 @@ bool RemoteSession::deadline_passed() {
 Result<std::vector<RemoteRef>> RemoteSession::advertisement() {
   const git_remote_head** heads = nullptr;
   size_t n = 0;
-  if (git_remote_ls(&heads, &n, remote_.get()) != 0) return failure("transport", "list remote refs");
+  if (git_remote_ls(&heads, &n, remote_.get()) != 0) return failure(errc::kTransport, "list remote refs");
   std::vector<RemoteRef> out;
   out.reserve(n);
   for (size_t i = 0; i < n; ++i) out.push_back(RemoteRef{heads[i]->name, git::to_hex(heads[i]->oid)});
   return out;
 }
 
-Error RemoteSession::failure(const std::string& fallback_code, const std::string& what) const {
+Error RemoteSession::failure(ErrorCode fallback_code, const std::string& what) const {
   if (auth_failed_) {
-    return make_error("auth_failed", "authentication to " + redacted_url_ + " failed (" + what + "): " + auth_detail_);
+    return make_error(errc::kAuthFailed, "authentication to " + redacted_url_ + " failed (" + what + "): " + auth_detail_);
   }
   if (timed_out_) {
-    return make_error("timeout", what + " on " + redacted_url_ + " exceeded op_timeout_s=" +
+    return make_error(errc::kTimeout, what + " on " + redacted_url_ + " exceeded op_timeout_s=" +
                                      std::to_string(opts_.op_timeout_s));
   }
   return git::last_error(fallback_code, what + " on " + redacted_url_);

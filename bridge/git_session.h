@@ -42,7 +42,7 @@ class RemoteSession {
 
   // Turns a failed libgit2 call (rc < 0) into an Error: `auth_failed`, `timeout`, otherwise
   // `fallback_code`; the message names the redacted URL, `what` and git_error_last().
-  Error failure(const std::string& fallback_code, const std::string& what) const;
+  Error failure(ErrorCode fallback_code, const std::string& what) const;
 
   // True when the last failure was the transport's (auth, deadline, network/TLS/HTTP/SSH/OS class),
   // as opposed to a ref-level rejection.

@@ -6,7 +6,7 @@ namespace kakeya::bridge::git {
 
 namespace {
 Error bad_tree(std::size_t offset, const std::string& why) {
-  return make_error("bad_tree", "malformed tree entry at byte " + std::to_string(offset) + ": " + why);
+  return make_error(errc::kBadTree, "malformed tree entry at byte " + std::to_string(offset) + ": " + why);
 }
 }  // namespace
 

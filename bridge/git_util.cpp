@@ -9,7 +9,7 @@ void ensure_init() {
   std::call_once(once, [] { git_libgit2_init(); });
 }
 
-Error last_error(const std::string& code, const std::string& what) {
+Error last_error(ErrorCode code, const std::string& what) {
   const git_error* e = git_error_last();
   std::string detail = (e != nullptr && e->message != nullptr) ? e->message : "(no libgit2 detail)";
   return make_error(code, what + ": " + detail);
@@ -18,7 +18,7 @@ Error last_error(const std::string& code, const std::string& what) {
 Result<git_oid> parse_oid(const std::string& hex, const std::string& field) {
   git_oid oid;
   if (hex.size() != GIT_OID_HEXSZ || git_oid_fromstrn(&oid, hex.data(), hex.size()) != 0) {
-    return make_error("bad_oid", field + " '" + hex + "' is not a 40-hex-digit object id");
+    return make_error(errc::kBadOid, field + " '" + hex + "' is not a 40-hex-digit object id");
   }
   return oid;
 }

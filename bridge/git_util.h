@@ -15,7 +15,7 @@ namespace kakeya::bridge::git {
 void ensure_init();
 
 // Error{code, "<what>: <git_error_last()->message>"} (or "(no libgit2 detail)").
-Error last_error(const std::string& code, const std::string& what);
+Error last_error(ErrorCode code, const std::string& what);
 
 template <typename T, void (*Free)(T*)>
 struct Deleter {

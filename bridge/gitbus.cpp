@@ -20,7 +20,7 @@ constexpr const char* kPushSourceRef = "refs/kakeya/push/pending";
 
 Status check_full_ref(const std::string& ref) {
   if (ref.rfind("refs/", 0) != 0 || git_reference_is_valid_name(ref.c_str()) == 0) {
-    return make_error("bad_ref", "ref '" + printable(ref) + "' is not a valid full ref name (refs/...)");
+    return make_error(errc::kBadRef, "ref '" + printable(ref) + "' is not a valid full ref name (refs/...)");
   }
   return ok_status();
 }
@@ -28,7 +28,7 @@ Status check_full_ref(const std::string& ref) {
 Status check_remote_url(const std::string& url) {
   KAKEYA_ASSIGN_OR_RETURN(UrlParts parts, parse_url(url));
   if (parts.scheme == "file") {
-    return make_error("bad_remote_url", "remote URL '" + redact_url(url) +
+    return make_error(errc::kBadRemoteUrl, "remote URL '" + redact_url(url) +
                                             "' is local: local remotes do not compare-and-swap, use a git server");
   }
   return ok_status();
@@ -55,7 +55,7 @@ Result<PushOutcome> push_update(git_repository* repo, const std::string& url, co
   if (new_id) {
     git_reference* tmp = nullptr;
     if (git_reference_create(&tmp, repo, kPushSourceRef, &*new_id, 1, "kakeya push") != 0) {
-      return git::last_error("repository", "create push source ref " + std::string(kPushSourceRef));
+      return git::last_error(errc::kRepository, "create push source ref " + std::string(kPushSourceRef));
     }
     git_reference_free(tmp);
     spec = std::string(kPushSourceRef) + ":" + ref;  // no '+': never forced
@@ -68,7 +68,7 @@ Result<PushOutcome> push_update(git_repository* repo, const std::string& url, co
   po.pb_parallelism = 1;
   int rc = git_remote_upload(session->remote(), &specs, &po);
   if (rc < 0) {
-    if (session->transport_failed()) return session->failure("transport", "push " + printable(ref));
+    if (session->transport_failed()) return session->failure(errc::kTransport, "push " + printable(ref));
     return PushOutcome::Lost;  // ref-level refusal (e.g. non-fast-forward found during negotiation)
   }
   // Won or not is already decided by the server's report; updating local tips is best effort.
@@ -94,7 +94,7 @@ Status prune_tracking_refs(git_repository* repo, const std::vector<RemoteRef>& a
   for (const auto& r : adv) live.insert(tracking_ref(r.name));
   git_reference_iterator* it_raw = nullptr;
   if (git_reference_iterator_new(&it_raw, repo) != 0) {
-    return git::last_error("repository", "list tracking refs");
+    return git::last_error(errc::kRepository, "list tracking refs");
   }
   std::vector<std::string> stale;
   git_reference* ref = nullptr;
@@ -137,24 +137,24 @@ Result<GitBus> GitBus::open(std::string remote_url, std::filesystem::path cache_
   git::ensure_init();
   KAKEYA_TRY(check_remote_url(remote_url));
   if (opts.max_auth_attempts < 1 || opts.op_timeout_s < 1) {
-    return make_error("bad_option", "GitBusOptions max_auth_attempts=" + std::to_string(opts.max_auth_attempts) +
+    return make_error(errc::kBadValue, "GitBusOptions max_auth_attempts=" + std::to_string(opts.max_auth_attempts) +
                                         " op_timeout_s=" + std::to_string(opts.op_timeout_s) + " must both be >= 1");
   }
   if (!creds.ca_bundle.empty() &&
       git_libgit2_opts(GIT_OPT_SET_SSL_CERT_LOCATIONS, creds.ca_bundle.c_str(), nullptr) != 0) {
-    return git::last_error("transport", "set CA bundle '" + creds.ca_bundle + "'");
+    return git::last_error(errc::kTransport, "set CA bundle '" + creds.ca_bundle + "'");
   }
   std::error_code ec;
   git_repository* raw = nullptr;
   if (std::filesystem::exists(cache_dir / "HEAD", ec)) {
     if (git_repository_open_bare(&raw, cache_dir.c_str()) != 0) {
-      return git::last_error("repository", "open cache repository '" + cache_dir.string() + "'");
+      return git::last_error(errc::kRepository, "open cache repository '" + cache_dir.string() + "'");
     }
   } else {
     std::filesystem::create_directories(cache_dir, ec);
-    if (ec) return make_error("repository", "create cache dir '" + cache_dir.string() + "': " + ec.message());
+    if (ec) return make_error(errc::kRepository, "create cache dir '" + cache_dir.string() + "': " + ec.message());
     if (git_repository_init(&raw, cache_dir.c_str(), 1) != 0) {
-      return git::last_error("repository", "init cache repository '" + cache_dir.string() + "'");
+      return git::last_error(errc::kRepository, "init cache repository '" + cache_dir.string() + "'");
     }
   }
   std::unique_ptr<git_repository, RepoDeleter> repo(raw);
@@ -216,18 +216,18 @@ Result<std::map<std::string, std::string>> GitBus::fetch(const std::vector<std::
   fo.callbacks = session->callbacks();
   fo.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
   fo.update_fetchhead = 0;
-  if (git_remote_download(session->remote(), &arr, &fo) != 0) return session->failure("transport", "fetch");
+  if (git_remote_download(session->remote(), &arr, &fo) != 0) return session->failure(errc::kTransport, "fetch");
   if (git_remote_update_tips(session->remote(), &session->callbacks(), 0, GIT_REMOTE_DOWNLOAD_TAGS_NONE,
                              "kakeya fetch") != 0) {
-    return git::last_error("repository", "update tracking refs after fetch from " + redact_url(remote_url_));
+    return git::last_error(errc::kRepository, "update tracking refs after fetch from " + redact_url(remote_url_));
   }
   git_odb* odb_raw = nullptr;
-  if (git_repository_odb(&odb_raw, repo_.get()) != 0) return git::last_error("repository", "open cache odb");
+  if (git_repository_odb(&odb_raw, repo_.get()) != 0) return git::last_error(errc::kRepository, "open cache odb");
   git::Odb odb(odb_raw);
   for (const auto& [ref, hex] : out) {
     KAKEYA_ASSIGN_OR_RETURN(git_oid id, git::parse_oid(hex, "advertised " + printable(ref)));
     if (git_odb_exists(odb.get(), &id) == 0) {
-      return make_error("transport", "fetch of " + printable(ref) + " from " + redact_url(remote_url_) + " did not bring " + hex);
+      return make_error(errc::kTransport, "fetch of " + printable(ref) + " from " + redact_url(remote_url_) + " did not bring " + hex);
     }
   }
   return out;
@@ -239,20 +239,20 @@ Result<PushOutcome> GitBus::push_cas(const std::string& ref, const std::string& 
   KAKEYA_ASSIGN_OR_RETURN(git_oid new_id, git::parse_oid(new_oid, "new_oid"));
   std::optional<std::string> old_hex;
   git_odb* odb_raw = nullptr;
-  if (git_repository_odb(&odb_raw, repo_.get()) != 0) return git::last_error("repository", "open cache odb");
+  if (git_repository_odb(&odb_raw, repo_.get()) != 0) return git::last_error(errc::kRepository, "open cache odb");
   git::Odb odb(odb_raw);
   if (git_odb_exists(odb.get(), &new_id) == 0) {
-    return make_error("not_fetched", "new_oid " + new_oid + " is not in the cache repository");
+    return make_error(errc::kNotFetched, "new_oid " + new_oid + " is not in the cache repository");
   }
   if (expected_old) {
     KAKEYA_ASSIGN_OR_RETURN(git_oid old_id, git::parse_oid(*expected_old, "expected_old"));
     old_hex = git::to_hex(old_id);
     if (git_odb_exists(odb.get(), &old_id) == 0) {
-      return make_error("not_fetched", "expected_old " + *old_hex + " for " + printable(ref) +
+      return make_error(errc::kNotFetched, "expected_old " + *old_hex + " for " + printable(ref) +
                                            " is not in the cache repository: fetch first");
     }
     if (!git_oid_equal(&old_id, &new_id) && git_graph_descendant_of(repo_.get(), &new_id, &old_id) != 1) {
-      return make_error("non_fast_forward", "new_oid " + new_oid + " does not descend from expected_old " +
+      return make_error(errc::kNonFastForward, "new_oid " + new_oid + " does not descend from expected_old " +
                                                 *old_hex + " for " + printable(ref) + " (pushes are never forced)");
     }
   }

@@ -17,14 +17,14 @@ namespace {
 
 Result<std::vector<std::string>> split_path(const std::string& path) {
   std::vector<std::string> parts;
-  if (path.empty()) return make_error("bad_path", "path is empty");
-  if (path.find('\0') != std::string::npos) return make_error("bad_path", "path contains a NUL byte");
+  if (path.empty()) return make_error(errc::kBadPath, "path is empty");
+  if (path.find('\0') != std::string::npos) return make_error(errc::kBadPath, "path contains a NUL byte");
   size_t start = 0;
   while (true) {
     size_t slash = path.find('/', start);
     std::string part = path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
     if (part.empty() || part == "." || part == ".." || part == ".git") {
-      return make_error("bad_path", "path '" + printable(path) + "' has an empty, '.', '..' or '.git' component");
+      return make_error(errc::kBadPath, "path '" + printable(path) + "' has an empty, '.', '..' or '.git' component");
     }
     parts.push_back(std::move(part));
     if (slash == std::string::npos) break;
@@ -37,7 +37,7 @@ Result<git::Commit> lookup_commit(git_repository* repo, const std::string& hex, 
   KAKEYA_ASSIGN_OR_RETURN(git_oid id, git::parse_oid(hex, field));
   git_commit* c = nullptr;
   if (git_commit_lookup(&c, repo, &id) != 0) {
-    return git::last_error("not_fetched", field + " " + hex + " is not a commit in the cache repository");
+    return git::last_error(errc::kNotFetched, field + " " + hex + " is not a commit in the cache repository");
   }
   return git::Commit(c);
 }
@@ -45,7 +45,7 @@ Result<git::Commit> lookup_commit(git_repository* repo, const std::string& hex, 
 Result<git::Tree> commit_tree(git_repository* repo, const std::string& hex, const std::string& field) {
   KAKEYA_ASSIGN_OR_RETURN(git::Commit commit, lookup_commit(repo, hex, field));
   git_tree* t = nullptr;
-  if (git_commit_tree(&t, commit.get()) != 0) return git::last_error("repository", "tree of " + field + " " + hex);
+  if (git_commit_tree(&t, commit.get()) != 0) return git::last_error(errc::kRepository, "tree of " + field + " " + hex);
   return git::Tree(t);
 }
 
@@ -69,26 +69,26 @@ Result<std::optional<git_oid>> apply_level(git_repository* repo, const git_tree*
     }
   }
   git_treebuilder* tb_raw = nullptr;
-  if (git_treebuilder_new(&tb_raw, repo, base) != 0) return git::last_error("repository", "treebuilder");
+  if (git_treebuilder_new(&tb_raw, repo, base) != 0) return git::last_error(errc::kRepository, "treebuilder");
   git::TreeBuilder tb(tb_raw);
 
   for (const auto& [name, change] : level.files) {
     if (level.dirs.count(name) != 0) {
-      return make_error("path_conflict", "'" + prefix + name + "' is used both as a file and as a directory");
+      return make_error(errc::kPathConflict, "'" + prefix + name + "' is used both as a file and as a directory");
     }
     if (!change->content) {
       if (git_treebuilder_get(tb.get(), name.c_str()) != nullptr &&
           git_treebuilder_remove(tb.get(), name.c_str()) != 0) {
-        return git::last_error("repository", "remove '" + prefix + name + "'");
+        return git::last_error(errc::kRepository, "remove '" + prefix + name + "'");
       }
       continue;
     }
     git_oid blob;
     if (git_blob_create_from_buffer(&blob, repo, change->content->data(), change->content->size()) != 0) {
-      return git::last_error("repository", "write blob '" + prefix + name + "'");
+      return git::last_error(errc::kRepository, "write blob '" + prefix + name + "'");
     }
     if (git_treebuilder_insert(nullptr, tb.get(), name.c_str(), &blob, GIT_FILEMODE_BLOB) != 0) {
-      return git::last_error("repository", "insert '" + prefix + name + "'");
+      return git::last_error(errc::kRepository, "insert '" + prefix + name + "'");
     }
   }
   for (const auto& [name, sub_edits] : level.dirs) {
@@ -97,22 +97,22 @@ Result<std::optional<git_oid>> apply_level(git_repository* repo, const git_tree*
     if (e != nullptr && git_tree_entry_type(e) == GIT_OBJECT_TREE) {
       git_tree* t = nullptr;
       if (git_tree_lookup(&t, repo, git_tree_entry_id(e)) != 0) {
-        return git::last_error("not_fetched", "subtree '" + prefix + name + "'");
+        return git::last_error(errc::kNotFetched, "subtree '" + prefix + name + "'");
       }
       sub_base.reset(t);
     }
     KAKEYA_ASSIGN_OR_RETURN(std::optional<git_oid> sub, apply_level(repo, sub_base.get(), sub_edits, prefix + name + "/"));
     if (sub) {
       if (git_treebuilder_insert(nullptr, tb.get(), name.c_str(), &*sub, GIT_FILEMODE_TREE) != 0) {
-        return git::last_error("repository", "insert tree '" + prefix + name + "'");
+        return git::last_error(errc::kRepository, "insert tree '" + prefix + name + "'");
       }
     } else if (e != nullptr && git_treebuilder_remove(tb.get(), name.c_str()) != 0) {
-      return git::last_error("repository", "remove empty tree '" + prefix + name + "'");
+      return git::last_error(errc::kRepository, "remove empty tree '" + prefix + name + "'");
     }
   }
   if (git_treebuilder_entrycount(tb.get()) == 0 && !prefix.empty()) return std::optional<git_oid>();
   git_oid out;
-  if (git_treebuilder_write(&out, tb.get()) != 0) return git::last_error("repository", "write tree '" + prefix + "'");
+  if (git_treebuilder_write(&out, tb.get()) != 0) return git::last_error(errc::kRepository, "write tree '" + prefix + "'");
   return std::optional<git_oid>(out);
 }
 
@@ -134,12 +134,12 @@ int collect_blob(const char* root, const git_tree_entry* entry, void* payload) {
 Status copy_object(git_odb* src, git_odb* dst, const git_oid& id) {
   if (git_odb_exists(dst, &id) != 0) return ok_status();
   git_odb_object* raw = nullptr;
-  if (git_odb_read(&raw, src, &id) != 0) return git::last_error("import_failed", "read object " + git::to_hex(id));
+  if (git_odb_read(&raw, src, &id) != 0) return git::last_error(errc::kImportFailed, "read object " + git::to_hex(id));
   git::OdbObject obj(raw);
   git_oid written;
   if (git_odb_write(&written, dst, git_odb_object_data(obj.get()), git_odb_object_size(obj.get()),
                     git_odb_object_type(obj.get())) != 0) {
-    return git::last_error("repository", "write object " + git::to_hex(id));
+    return git::last_error(errc::kRepository, "write object " + git::to_hex(id));
   }
   return ok_status();
 }
@@ -148,7 +148,7 @@ Status copy_object(git_odb* src, git_odb* dst, const git_oid& id) {
 Status copy_tree(git_repository* src_repo, git_odb* src, git_odb* dst, const git_oid& id) {
   if (git_odb_exists(dst, &id) != 0) return ok_status();
   git_tree* raw = nullptr;
-  if (git_tree_lookup(&raw, src_repo, &id) != 0) return git::last_error("import_failed", "tree " + git::to_hex(id));
+  if (git_tree_lookup(&raw, src_repo, &id) != 0) return git::last_error(errc::kImportFailed, "tree " + git::to_hex(id));
   git::Tree tree(raw);
   for (size_t i = 0; i < git_tree_entrycount(tree.get()); ++i) {
     const git_tree_entry* e = git_tree_entry_byindex(tree.get(), i);
@@ -198,17 +198,17 @@ Result<std::vector<git::RawTreeEntry>> read_raw_tree(git_odb* odb, const git_oid
                            printable(path) + "')";
   git_odb_object* raw = nullptr;
   if (git_odb_read(&raw, odb, &id) != 0) {
-    return git::last_error("not_fetched", what + " of commit " + short_oid(commit_oid) + " (" + git::to_hex(id) + ")");
+    return git::last_error(errc::kNotFetched, what + " of commit " + short_oid(commit_oid) + " (" + git::to_hex(id) + ")");
   }
   git::OdbObject obj(raw);
   if (git_odb_object_type(obj.get()) != GIT_OBJECT_TREE) {
-    return make_error("bad_path", what + " in commit " + short_oid(commit_oid) + " names a " +
+    return make_error(errc::kBadPath, what + " in commit " + short_oid(commit_oid) + " names a " +
                                       git_object_type2string(git_odb_object_type(obj.get())) + " object, not a tree");
   }
   auto entries = git::parse_tree_entries(
       std::string_view(static_cast<const char*>(git_odb_object_data(obj.get())), git_odb_object_size(obj.get())));
   if (!entries.ok()) {
-    return make_error("bad_path", what + " in commit " + short_oid(commit_oid) + " is not a well-formed tree: " +
+    return make_error(errc::kBadPath, what + " in commit " + short_oid(commit_oid) + " is not a well-formed tree: " +
                                       entries.error().message);
   }
   return std::move(entries).value();
@@ -224,7 +224,7 @@ Result<std::optional<git::RawTreeEntry>> find_unique_entry(const std::vector<git
   for (const auto& e : entries) {
     if (e.name != name) continue;
     if (found) {
-      return make_error("bad_path", "'" + printable(shown) + "' appears more than once in its tree in commit " +
+      return make_error(errc::kBadPath, "'" + printable(shown) + "' appears more than once in its tree in commit " +
                                         short_oid(commit_oid));
     }
     found = e;
@@ -239,18 +239,18 @@ Result<std::optional<std::string>> read_blob_bounded(git_odb* odb, git_repositor
   std::size_t size = 0;
   git_object_t type = GIT_OBJECT_INVALID;
   if (git_odb_read_header(&size, &type, odb, &id) != 0) {
-    return git::last_error("not_fetched", "blob '" + printable(shown) + "' (" + git::to_hex(id) + ")");
+    return git::last_error(errc::kNotFetched, "blob '" + printable(shown) + "' (" + git::to_hex(id) + ")");
   }
   if (type != GIT_OBJECT_BLOB) {
-    return make_error("bad_path", "'" + printable(shown) + "' names a " + git_object_type2string(type) +
+    return make_error(errc::kBadPath, "'" + printable(shown) + "' names a " + git_object_type2string(type) +
                                       " object, not a blob");
   }
   if (size > max_bytes) {
-    return make_error("too_large", "'" + printable(shown) + "' is " + std::to_string(size) +
+    return make_error(errc::kTooLarge, "'" + printable(shown) + "' is " + std::to_string(size) +
                                        " bytes, more than the limit of " + std::to_string(max_bytes));
   }
   git_blob* blob = nullptr;
-  if (git_blob_lookup(&blob, repo, &id) != 0) return git::last_error("not_fetched", "blob '" + printable(shown) + "'");
+  if (git_blob_lookup(&blob, repo, &id) != 0) return git::last_error(errc::kNotFetched, "blob '" + printable(shown) + "'");
   std::string content(static_cast<const char*>(git_blob_rawcontent(blob)), static_cast<std::size_t>(git_blob_rawsize(blob)));
   git_blob_free(blob);
   return std::optional<std::string>(std::move(content));
@@ -261,10 +261,10 @@ Result<std::optional<std::string>> read_blob_bounded(git_odb* odb, git_repositor
 Status GitBus::check_commit(const std::string& commit_oid) {
   KAKEYA_ASSIGN_OR_RETURN(git::Commit commit, lookup_commit(repo_.get(), commit_oid, "commit_oid"));
   git_odb* odb_raw = nullptr;
-  if (git_repository_odb(&odb_raw, repo_.get()) != 0) return git::last_error("repository", "cache odb");
+  if (git_repository_odb(&odb_raw, repo_.get()) != 0) return git::last_error(errc::kRepository, "cache odb");
   git::Odb odb(odb_raw);
   if (git_odb_exists(odb.get(), git_commit_tree_id(commit.get())) == 0) {
-    return make_error("not_fetched", "the tree of commit " + commit_oid + " is not in the cache repository");
+    return make_error(errc::kNotFetched, "the tree of commit " + commit_oid + " is not in the cache repository");
   }
   return ok_status();
 }
@@ -274,7 +274,7 @@ Result<std::optional<std::string>> GitBus::read_file(const std::string& commit_o
   KAKEYA_ASSIGN_OR_RETURN(std::vector<std::string> parts, split_path(path));
   KAKEYA_ASSIGN_OR_RETURN(git::Commit commit, lookup_commit(repo_.get(), commit_oid, "commit_oid"));
   git_odb* odb_raw = nullptr;
-  if (git_repository_odb(&odb_raw, repo_.get()) != 0) return git::last_error("repository", "cache odb");
+  if (git_repository_odb(&odb_raw, repo_.get()) != 0) return git::last_error(errc::kRepository, "cache odb");
   git::Odb odb(odb_raw);
   git_oid tree = *git_commit_tree_id(commit.get());
   std::string shown;  // the path walked so far, for messages
@@ -285,14 +285,14 @@ Result<std::optional<std::string>> GitBus::read_file(const std::string& commit_o
     if (!e) return std::optional<std::string>();
     if (i + 1 < parts.size()) {
       if (e->mode != GIT_FILEMODE_TREE) {
-        return make_error("bad_path", "'" + printable(shown) + "' in commit " + short_oid(commit_oid) + " is " +
+        return make_error(errc::kBadPath, "'" + printable(shown) + "' in commit " + short_oid(commit_oid) + " is " +
                                           describe_mode(*e) + ", not a directory (reading '" + printable(path) + "')");
       }
       tree = e->id;
       continue;
     }
     if (e->mode != GIT_FILEMODE_BLOB && e->mode != GIT_FILEMODE_BLOB_EXECUTABLE) {
-      return make_error("bad_path", "'" + printable(shown) + "' in commit " + short_oid(commit_oid) + " is " +
+      return make_error(errc::kBadPath, "'" + printable(shown) + "' in commit " + short_oid(commit_oid) + " is " +
                                         describe_mode(*e) + ", not a regular file (mode 100644 or 100755)");
     }
     return read_blob_bounded(odb.get(), repo_.get(), e->id, shown, max_bytes);
@@ -314,21 +314,21 @@ Result<std::vector<std::string>> GitBus::list_dir(const std::string& commit_oid,
     git_tree_entry* raw = nullptr;
     int rc = git_tree_entry_bypath(&raw, root.get(), clean.c_str());
     if (rc == GIT_ENOTFOUND) return out;
-    if (rc != 0) return git::last_error("repository", "look up '" + clean + "' in " + commit_oid);
+    if (rc != 0) return git::last_error(errc::kRepository, "look up '" + clean + "' in " + commit_oid);
     git::TreeEntry entry(raw);
     if (git_tree_entry_type(entry.get()) != GIT_OBJECT_TREE) {
-      return make_error("bad_path", "'" + clean + "' in commit " + commit_oid + " is not a directory");
+      return make_error(errc::kBadPath, "'" + clean + "' in commit " + commit_oid + " is not a directory");
     }
     git_tree* t = nullptr;
     if (git_tree_lookup(&t, repo_.get(), git_tree_entry_id(entry.get())) != 0) {
-      return git::last_error("not_fetched", "tree '" + clean + "' of " + commit_oid);
+      return git::last_error(errc::kNotFetched, "tree '" + clean + "' of " + commit_oid);
     }
     sub.reset(t);
     walk_root = sub.get();
     st.dir_prefix = clean + "/";
   }
   if (git_tree_walk(walk_root, GIT_TREEWALK_PRE, collect_blob, &st) != 0) {
-    return git::last_error("repository", "walk '" + clean + "' of " + commit_oid);
+    return git::last_error(errc::kRepository, "walk '" + clean + "' of " + commit_oid);
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -352,19 +352,19 @@ Result<std::string> GitBus::make_commit(std::optional<std::string> parent, std::
   }
   KAKEYA_ASSIGN_OR_RETURN(std::optional<git_oid> tree_id, apply_level(repo_.get(), base.get(), edits, ""));
   git_tree* tree_raw = nullptr;
-  if (git_tree_lookup(&tree_raw, repo_.get(), &*tree_id) != 0) return git::last_error("repository", "new tree");
+  if (git_tree_lookup(&tree_raw, repo_.get(), &*tree_id) != 0) return git::last_error(errc::kRepository, "new tree");
   git::Tree tree(tree_raw);
 
   git_signature* sig_raw = nullptr;
   if (git_signature_now(&sig_raw, author.name.c_str(), author.email.c_str()) != 0) {
-    return git::last_error("bad_author", "author '" + author.name + " <" + author.email + ">'");
+    return git::last_error(errc::kBadAuthor, "author '" + author.name + " <" + author.email + ">'");
   }
   git::Signature sig(sig_raw);
   const git_commit* parents[1] = {parent_commit.get()};
   git_oid id;
   if (git_commit_create(&id, repo_.get(), nullptr, sig.get(), sig.get(), nullptr, message.c_str(), tree.get(),
                         parent_commit ? 1 : 0, parents) != 0) {
-    return git::last_error("repository", "create commit");
+    return git::last_error(errc::kRepository, "create commit");
   }
   return git::to_hex(id);
 }
@@ -373,44 +373,44 @@ Result<Ok> GitBus::import_objects(const std::filesystem::path& repo_path, const 
   KAKEYA_ASSIGN_OR_RETURN(git_oid id, git::parse_oid(oid, "oid"));
   git_repository* src_raw = nullptr;
   if (git_repository_open_ext(&src_raw, repo_path.c_str(), GIT_REPOSITORY_OPEN_NO_SEARCH, nullptr) != 0) {
-    return git::last_error("import_failed", "open repository '" + repo_path.string() + "'");
+    return git::last_error(errc::kImportFailed, "open repository '" + repo_path.string() + "'");
   }
   git::Repository src(src_raw);
   git_object* obj_raw = nullptr;
   if (git_object_lookup(&obj_raw, src.get(), &id, GIT_OBJECT_ANY) != 0) {
-    return git::last_error("import_failed", "object " + oid + " in '" + repo_path.string() + "'");
+    return git::last_error(errc::kImportFailed, "object " + oid + " in '" + repo_path.string() + "'");
   }
   git::Object obj(obj_raw);
   git_object* peeled_raw = nullptr;
   if (git_object_peel(&peeled_raw, obj.get(), GIT_OBJECT_COMMIT) != 0) {
-    return git::last_error("import_failed", "object " + oid + " in '" + repo_path.string() + "' is not a commit");
+    return git::last_error(errc::kImportFailed, "object " + oid + " in '" + repo_path.string() + "' is not a commit");
   }
   git::Object peeled(peeled_raw);
   git_oid commit_id = *git_object_id(peeled.get());
 
   git_odb *src_odb_raw = nullptr, *dst_odb_raw = nullptr;
-  if (git_repository_odb(&src_odb_raw, src.get()) != 0) return git::last_error("import_failed", "source odb");
+  if (git_repository_odb(&src_odb_raw, src.get()) != 0) return git::last_error(errc::kImportFailed, "source odb");
   git::Odb src_odb(src_odb_raw);
-  if (git_repository_odb(&dst_odb_raw, repo_.get()) != 0) return git::last_error("repository", "cache odb");
+  if (git_repository_odb(&dst_odb_raw, repo_.get()) != 0) return git::last_error(errc::kRepository, "cache odb");
   git::Odb dst_odb(dst_odb_raw);
   if (git_odb_exists(dst_odb.get(), &commit_id) != 0) return Ok{};
 
   git_revwalk* walk_raw = nullptr;
-  if (git_revwalk_new(&walk_raw, src.get()) != 0) return git::last_error("import_failed", "revwalk");
+  if (git_revwalk_new(&walk_raw, src.get()) != 0) return git::last_error(errc::kImportFailed, "revwalk");
   git::Revwalk walk(walk_raw);
   git_revwalk_sorting(walk.get(), GIT_SORT_TOPOLOGICAL | GIT_SORT_REVERSE);  // parents first
-  if (git_revwalk_push(walk.get(), &commit_id) != 0) return git::last_error("import_failed", "revwalk push " + oid);
+  if (git_revwalk_push(walk.get(), &commit_id) != 0) return git::last_error(errc::kImportFailed, "revwalk push " + oid);
   git_oid c;
   int rc;
   while ((rc = git_revwalk_next(&c, walk.get())) == 0) {
     if (git_odb_exists(dst_odb.get(), &c) != 0) continue;
     git_commit* commit = nullptr;
-    if (git_commit_lookup(&commit, src.get(), &c) != 0) return git::last_error("import_failed", "commit " + git::to_hex(c));
+    if (git_commit_lookup(&commit, src.get(), &c) != 0) return git::last_error(errc::kImportFailed, "commit " + git::to_hex(c));
     git::Commit owned(commit);
     KAKEYA_TRY(copy_tree(src.get(), src_odb.get(), dst_odb.get(), *git_commit_tree_id(owned.get())));
     KAKEYA_TRY(copy_object(src_odb.get(), dst_odb.get(), c));
   }
-  if (rc != GIT_ITEROVER) return git::last_error("import_failed", "revwalk from " + oid);
+  if (rc != GIT_ITEROVER) return git::last_error(errc::kImportFailed, "revwalk from " + oid);
   return Ok{};
 }
 

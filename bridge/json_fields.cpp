@@ -16,22 +16,22 @@ const char* json_type_name(const json& v) {
 }
 
 Error field_type_error(std::string_view field, std::string_view expected, const json& v) {
-  return make_error("bad_type", "`" + std::string(field) + "` must be " + std::string(expected) + ", got " +
+  return make_error(errc::kBadType, "`" + std::string(field) + "` must be " + std::string(expected) + ", got " +
                                     json_type_name(v) + " " + json_excerpt(v));
 }
 
 Error field_value_error(std::string_view field, const json& v, std::string_view why) {
-  return make_error("bad_value",
+  return make_error(errc::kBadValue,
                     "`" + std::string(field) + "` = " + json_excerpt(v) + " is invalid: " + std::string(why));
 }
 
 Status check_exact_keys(const json& obj, std::string_view path, std::initializer_list<const char*> keys) {
   const std::set<std::string> allowed(keys.begin(), keys.end());
   for (const auto& [k, _] : obj.items()) {
-    if (!allowed.count(k)) return make_error("unknown_key", "unknown key `" + json_path_append_key(path, k) + "`");
+    if (!allowed.count(k)) return make_error(errc::kUnknownKey, "unknown key `" + json_path_append_key(path, k) + "`");
   }
   for (const char* k : keys) {
-    if (!obj.contains(k)) return make_error("missing_key", "missing key `" + json_path_append_key(path, k) + "`");
+    if (!obj.contains(k)) return make_error(errc::kMissingKey, "missing key `" + json_path_append_key(path, k) + "`");
   }
   return ok_status();
 }
@@ -57,7 +57,7 @@ Status check_info_string(std::string_view field, const std::string& s, std::size
 
 Status check_document_size(std::string_view what, std::string_view text, std::size_t max_bytes) {
   if (text.size() <= max_bytes) return ok_status();
-  return make_error("too_large", std::string(what) + " is " + std::to_string(text.size()) +
+  return make_error(errc::kTooLarge, std::string(what) + " is " + std::to_string(text.size()) +
                                      " bytes, more than the limit of " + std::to_string(max_bytes));
 }
 

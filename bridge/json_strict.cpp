@@ -91,7 +91,7 @@ class StrictSax {
   bool number_unsigned(number_unsigned_t v) { return put(json(v)) != nullptr; }
   bool number_float(number_float_t v, const string_t&) { return put(json(v)) != nullptr; }
   bool string(string_t& v) { return put(json(std::move(v))) != nullptr; }
-  bool binary(binary_t&) { return fail("bad_json", "binary values are not JSON", current_path()); }
+  bool binary(binary_t&) { return fail(errc::kParseError, "binary values are not JSON", current_path()); }
 
   bool start_object(std::size_t) { return open(json::object()); }
   bool end_object() {
@@ -109,7 +109,7 @@ class StrictSax {
     std::string path = json_path_append_key(f.path, k);
     if (f.node->contains(k)) {
       std::size_t end = *consumed_ == 0 ? 0 : *consumed_ - 1;
-      return fail("duplicate_key", "duplicate key `" + path + "` at " + line_col(text_, end), path);
+      return fail(errc::kDuplicateKey, "duplicate key `" + path + "` at " + line_col(text_, end), path);
     }
     f.pending_key = k;
     return true;
@@ -126,7 +126,7 @@ class StrictSax {
     what = printable(what, kMaxParseDetailBytes);
     std::size_t offset = position == 0 ? 0 : position - 1;
     std::string path = current_path();
-    return fail("bad_json", "invalid JSON at " + line_col(text_, offset) + " (in `" + path + "`): " + what,
+    return fail(errc::kParseError, "invalid JSON at " + line_col(text_, offset) + " (in `" + path + "`): " + what,
                 path);
   }
 
@@ -148,8 +148,8 @@ class StrictSax {
     return f.path.empty() ? "<root>" : f.path;
   }
 
-  bool fail(std::string code, std::string message, std::string) {
-    if (!error_) error_ = Error{std::move(code), std::move(message)};
+  bool fail(ErrorCode code, std::string message, std::string) {
+    if (!error_) error_ = Error{code, std::move(message)};
     return false;
   }
 
@@ -179,7 +179,7 @@ class StrictSax {
     if (frames_.size() >= kJsonMaxDepth) {
       std::size_t end = *consumed_ == 0 ? 0 : *consumed_ - 1;
       const std::string path = current_path();
-      return fail("too_deep",
+      return fail(errc::kTooDeep,
                   "JSON nested deeper than " + std::to_string(kJsonMaxDepth) + " levels at " +
                       line_col(text_, end) + " (in `" + path + "`)",
                   path);
@@ -236,10 +236,10 @@ Result<nlohmann::json> parse_json_strict(std::string_view text) {
     ok = json::sax_parse(first, last, &sax, json::input_format_t::json, /*strict=*/true,
                          /*ignore_comments=*/false);
   } catch (const std::exception& e) {
-    return make_error("bad_json", "invalid JSON: " + printable(e.what(), kMaxParseDetailBytes));
+    return make_error(errc::kParseError, "invalid JSON: " + printable(e.what(), kMaxParseDetailBytes));
   }
   if (sax.failed()) return sax.error();
-  if (!ok) return make_error("bad_json", "invalid JSON");
+  if (!ok) return make_error(errc::kParseError, "invalid JSON");
   return std::move(sax.root());
 }
 

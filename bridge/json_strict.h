@@ -23,7 +23,7 @@ inline constexpr std::size_t kJsonMaxDepth = 64;
 //  - anything but whitespace after the value is an error (trailing garbage);
 //  - nesting deeper than kJsonMaxDepth is an error;
 //  - strings must be valid UTF-8 (nlohmann's lexer rule).
-// Errors (code "duplicate_key", "bad_json" or "too_deep") name the key path
+// Errors (code "duplicate_key", "parse_error" or "too_deep") name the key path
 // (e.g. `params.steps`, `labels[2]`; `<root>` for the top level) and the position as
 // `line L, column C` (1-based, columns in bytes). Messages are well-formed, one-line UTF-8 of
 // bounded length whatever the input: the bytes the parser stopped at are quoted with

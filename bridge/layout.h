@@ -16,8 +16,8 @@ inline constexpr std::string_view kResultsDir = ".kakeya/run/results/";
 inline constexpr std::string_view kGatePath = ".kakeya/run/gate.json";
 inline constexpr std::string_view kCancelPath = ".kakeya/run/cancel.json";  // written by the client
 
-// Request branches: refs/heads/<namespace>/<preset>-<nonce>[<suffix>].
-inline constexpr std::string_view kDefaultNamespace = "kakeya/req";
+// Request branches: refs/heads/<prefix><preset>-<nonce>[<suffix>] (bridge/branch.h).
+inline constexpr std::string_view kDefaultBranchPrefix = "kakeya/req/";
 // Runner state branches: refs/heads/kakeya/runners/<runner-id>. Never requests.
 inline constexpr std::string_view kRunnerBranchPrefix = "kakeya/runners/";
 inline constexpr std::string_view kRefsHeadsPrefix = "refs/heads/";

@@ -26,7 +26,7 @@ Result<Pattern> Pattern::compile(const std::string& pattern) {
   pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
                                    PCRE2_ANCHORED | PCRE2_ENDANCHORED, &err, &at, nullptr);
   if (code == nullptr) {
-    return make_error("bad_pattern", "invalid pattern " + pattern + ": " + pcre2_message(err) + " at offset " +
+    return make_error(errc::kBadPattern, "invalid pattern " + pattern + ": " + pcre2_message(err) + " at offset " +
                                          std::to_string(at));
   }
   auto owned = std::make_shared<Code>();
@@ -42,14 +42,14 @@ Result<bool> Pattern::full_match(std::string_view value) const {
       pcre2_match_context_create(nullptr), pcre2_match_context_free);
   std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> md(
       pcre2_match_data_create_from_pattern(code_->code, nullptr), pcre2_match_data_free);
-  if (!ctx || !md) return make_error("pattern_limit", "out of memory matching pattern " + source_);
+  if (!ctx || !md) return make_error(errc::kPatternLimit, "out of memory matching pattern " + source_);
   pcre2_set_heap_limit(ctx.get(), kHeapLimitKiB);
   pcre2_set_match_limit(ctx.get(), kMatchLimit);
   const int rc = pcre2_match(code_->code, reinterpret_cast<PCRE2_SPTR>(value.data()), value.size(), 0, 0, md.get(),
                              ctx.get());
   if (rc >= 0) return true;
   if (rc == PCRE2_ERROR_NOMATCH) return false;
-  return make_error("pattern_limit", "matching pattern " + source_ + " gave up: " + pcre2_message(rc));
+  return make_error(errc::kPatternLimit, "matching pattern " + source_ + " gave up: " + pcre2_message(rc));
 }
 
 }  // namespace kakeya::bridge

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "bridge/json_fields.h"
+#include "bridge/json_schema.h"
 #include "bridge/json_strict.h"
 #include "bridge/json_text.h"
 #include "bridge/layout.h"
@@ -80,7 +81,7 @@ bool is_rfc3339(std::string_view s) {
     ++i;
     std::size_t start = i;
     while (i < s.size() && is_digit(s[i])) ++i;
-    if (i == start) return false;
+    if (i == start || i - start > 9) return false;  // 1..9 digits: down to nanoseconds
   }
   if (i >= s.size()) return false;
   if (s[i] == 'Z' || s[i] == 'z') return i + 1 == s.size();
@@ -149,6 +150,7 @@ Result<RequestManifest> parse_request(std::string_view json_text) {
   KAKEYA_ASSIGN_OR_RETURN(m.client.version, string_field(client, "client", "version"));
 
   KAKEYA_TRY(validate_request(m));
+  KAKEYA_TRY(validate_against_schema(JsonSchema::kRequest, doc));
   return m;
 }
 

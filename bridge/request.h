@@ -40,11 +40,13 @@ struct RequestManifest {
 
 // Parses and validates request.json text. Errors:
 //   too_large     more than kMaxRequestBytes (bridge/limits.h), checked before parsing
-//   bad_json / duplicate_key / too_deep  (from parse_json_strict)
+//   parse_error / duplicate_key / too_deep  (from parse_json_strict)
 //   unknown_key   a key not listed above (names it, e.g. `client.extra`)
 //   missing_key   a required key is absent
 //   bad_type      wrong JSON type (names the field and the value)
 //   bad_value     right type, invalid value (pattern, schema_version != 1, RFC 3339, null param)
+//   schema_violation  passes the checks above but not request.schema.json (bridge/json_schema.h;
+//                 the two are kept in agreement by the tests, so this names a drift)
 Result<RequestManifest> parse_request(std::string_view json_text);
 
 // Validates an in-memory manifest with the same rules as parse_request (except JSON syntax), and
@@ -64,7 +66,8 @@ std::string new_nonce();
 std::string now_rfc3339();
 
 // RFC 3339 `date-time` (section 5.6): YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM), with
-// calendar-valid dates (leap years), hour <= 23, minute <= 59, second <= 60.
+// calendar-valid dates (leap years), hour <= 23, minute <= 59, second <= 60, and 1..9 fraction
+// digits (RFC 3339 sets no limit; nanoseconds are the finest any writer uses).
 // `T` and `Z` may be lower case (RFC 3339 §5.6 NOTE).
 bool is_rfc3339(std::string_view text);
 

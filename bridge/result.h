@@ -1,24 +1,25 @@
 #pragma once
 // Errors as values: every fallible bridge/runner/engine function returns Result<T>.
-// An Error carries a stable machine code (snake_case, e.g. "unknown_key") and a message
-// that names the offending field and value. No exceptions cross module boundaries.
+// An Error carries a code from the closed list of bridge/error_codes.h (errc::kUnknownKey,
+// "unknown_key" on the wire) and a message that names the offending field and value. No
+// exceptions cross module boundaries.
 
 #include <string>
 #include <utility>
 #include <variant>
 
+#include "bridge/error_codes.h"
+
 namespace kakeya {
 
 struct Error {
-  std::string code;     // stable, machine-readable (e.g. "bad_type", "push_rejected")
+  ErrorCode code;       // stable, machine-readable: errc::kBadType is "bad_type" on the wire
   std::string message;  // one line for humans, naming the offending thing
 
-  std::string str() const { return code + ": " + message; }
+  std::string str() const { return std::string(code.str()) + ": " + message; }
 };
 
-inline Error make_error(std::string code, std::string message) {
-  return Error{std::move(code), std::move(message)};
-}
+inline Error make_error(ErrorCode code, std::string message) { return Error{code, std::move(message)}; }
 
 template <typename T>
 class [[nodiscard]] Result {

@@ -4,7 +4,9 @@
 #include <utility>
 
 #include "bridge/json_fields.h"
+#include "bridge/json_schema.h"
 #include "bridge/json_strict.h"
+#include "bridge/json_text.h"
 #include "bridge/layout.h"
 #include "bridge/limits.h"
 #include "bridge/request.h"
@@ -28,17 +30,17 @@ constexpr std::array<std::pair<RunState, const char*>, 10> kNames = {{
 }};
 
 Error bad_type(std::string_view field, std::string_view expected, const json& v) {
-  return make_error("bad_type", "status.json `" + std::string(field) + "` must be " + std::string(expected) +
+  return make_error(errc::kBadType, "status.json `" + std::string(field) + "` must be " + std::string(expected) +
                                     ", got " + json_excerpt(v));
 }
 
 Error bad_value(std::string_view field, const json& v, std::string_view why) {
-  return make_error("bad_value",
+  return make_error(errc::kBadValue,
                     "status.json `" + std::string(field) + "` = " + json_excerpt(v) + " is invalid: " + std::string(why));
 }
 
 Error bad_transition(const RunStatus& from, const RunStatus& to, std::string_view why) {
-  return make_error("bad_transition", std::string(to_string(from.state)) + " (claim_gen " +
+  return make_error(errc::kBadTransition, std::string(to_string(from.state)) + " (claim_gen " +
                                           std::to_string(from.claim_gen) + ") -> " + to_string(to.state) +
                                           " (claim_gen " + std::to_string(to.claim_gen) + "): " + std::string(why));
 }
@@ -148,10 +150,10 @@ Result<RunStatus> status_from_json(const nlohmann::json& doc) {
   for (const auto& [k, _] : doc.items()) {
     bool known = false;
     for (const char* name : kKeys) known = known || k == name;
-    if (!known) return make_error("unknown_key", "status.json has unknown key `" + json_path_append_key("", k) + "`");
+    if (!known) return make_error(errc::kUnknownKey, "status.json has unknown key `" + json_path_append_key("", k) + "`");
   }
   RunStatus s;
-  if (!doc.contains("state")) return make_error("missing_key", "status.json is missing key `state`");
+  if (!doc.contains("state")) return make_error(errc::kMissingKey, "status.json is missing key `state`");
   const json& state = doc.at("state");
   if (!state.is_string()) return bad_type("state", "a string", state);
   auto parsed = parse_run_state(state.get<std::string>());
@@ -190,6 +192,7 @@ Result<RunStatus> status_from_json(const nlohmann::json& doc) {
   if (doc.contains("log_tail")) {
     KAKEYA_ASSIGN_OR_RETURN(s.log_tail, get_string(doc, "log_tail"));
   }
+  KAKEYA_TRY(validate_against_schema(JsonSchema::kStatus, doc));
   return s;
 }
 
@@ -198,5 +201,7 @@ Result<RunStatus> parse_status(std::string_view json_text) {
   KAKEYA_ASSIGN_OR_RETURN(json doc, parse_json_strict(json_text));
   return status_from_json(doc);
 }
+
+std::string status_json_text(const RunStatus& status) { return to_json_file(to_json(status)); }
 
 }  // namespace kakeya::bridge

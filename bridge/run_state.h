@@ -8,7 +8,9 @@
 //   terminal (succeeded failed gate_failed timeout cancelled rejected infra_error) -> nothing
 //
 // A branch without status.json is `queued`. Every request ends in a terminal state with a
-// non-empty reason. JSON Schema: manifests/schemas/status.schema.json.
+// non-empty reason. JSON Schema: manifests/schemas/status.schema.json (checked by parse_status).
+// One type for both ends: the runner writes status_json_text(), clients and runners read
+// parse_status().
 
 #include <cstdint>
 #include <optional>
@@ -64,9 +66,14 @@ Status check_transition(const RunStatus& from, const RunStatus& to);
 // status.json object with every field above (timestamps "" when unset, progress null when unset).
 nlohmann::json to_json(const RunStatus& status);
 
+// status.json text: to_json in the bus file form (bridge/json_text.h to_json_file: 2 spaces,
+// trailing newline). Never throws: ill-formed UTF-8 in strings is written as `\xNN`.
+std::string status_json_text(const RunStatus& status);
+
 // Strict parse of status.json (duplicate keys, unknown keys, wrong types are errors, naming the
 // field and value; more than kMaxStatusBytes (bridge/limits.h) is `too_large`, before parsing). `state` is required; the other fields default as in RunStatus when absent.
 // Non-empty timestamps must be RFC 3339; claim_gen/attempt/heartbeat_seq are integers >= 0.
+// Then the schema (error "schema_violation", e.g. a terminal state with an empty reason).
 Result<RunStatus> parse_status(std::string_view json_text);
 Result<RunStatus> status_from_json(const nlohmann::json& doc);
 

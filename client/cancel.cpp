@@ -19,7 +19,7 @@ Result<CancelOutcome> request_cancel(bridge::GitBus& bus, const std::string& bra
   const std::string ref = head_ref(branch);
   for (int attempt = 0; attempt < kCancelMaxAttempts; ++attempt) {
     KAKEYA_ASSIGN_OR_RETURN(auto snap, fetch_snapshot(bus, branch));
-    if (!snap) return make_error("not_found", "branch '" + branch + "' does not exist on the remote");
+    if (!snap) return make_error(errc::kNotFound, "branch '" + branch + "' does not exist on the remote");
     CancelOutcome out;
     out.state = snap->status.state;
     if (bridge::is_terminal(out.state)) {
@@ -45,7 +45,7 @@ Result<CancelOutcome> request_cancel(bridge::GitBus& bus, const std::string& bra
       return out;
     }
   }
-  return make_error("cancel_lost", "the branch '" + branch + "' kept moving: cancel push lost " +
+  return make_error(errc::kCancelLost, "the branch '" + branch + "' kept moving: cancel push lost " +
                                        std::to_string(kCancelMaxAttempts) + " times");
 }
 

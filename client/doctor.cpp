@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "bridge/branch.h"
 #include "bridge/catalog.h"
 #include "bridge/credentials.h"
 #include "bridge/request.h"
@@ -12,14 +13,14 @@ namespace {
 
 // Create-only push of an empty commit to a probe branch, then delete it again.
 Status probe_push(Session& s) {
-  const std::string branch = s.ns + "/doctor-probe-" + bridge::new_nonce();
+  const std::string branch = bridge::request_branch_name(s.prefix, "doctor-probe", bridge::new_nonce());
   const std::string ref = head_ref(branch);
   KAKEYA_ASSIGN_OR_RETURN(auto commit, s.bus.make_commit(std::nullopt, std::nullopt, {},
                                                          "kakeya doctor: push probe [skip ci]\n",
                                                          client_author(default_requested_by())));
   KAKEYA_ASSIGN_OR_RETURN(auto pushed, s.bus.push_cas(ref, commit, std::nullopt));
   if (pushed != bridge::PushOutcome::Won) {
-    return make_error("push_rejected", "the remote rejected creating " + ref);
+    return make_error(errc::kPushRejected, "the remote rejected creating " + ref);
   }
   std::string tip = commit;
   for (int attempt = 0; attempt < 3; ++attempt) {
@@ -31,7 +32,7 @@ Status probe_push(Session& s) {
     if (it == refs.end()) return ok_status();
     tip = it->oid;
   }
-  return make_error("delete_failed", "pushed " + ref + " but could not delete it again");
+  return make_error(errc::kDeleteFailed, "pushed " + ref + " but could not delete it again");
 }
 
 }  // namespace
@@ -44,7 +45,7 @@ std::vector<DoctorCheck> run_doctor(const GlobalOptions& opts) {
   };
 
   auto remote = resolve_remote(opts);
-  bool have_remote = remote.ok() ? add("remote", true, bridge::redact_url(*remote) + " (namespace " + opts.ns + ")")
+  bool have_remote = remote.ok() ? add("remote", true, bridge::redact_url(*remote) + " (branch prefix " + opts.prefix + ")")
                                  : add("remote", false, remote.error().str());
   std::string source = describe_credentials_source(opts);
   bool have_creds = false;
@@ -61,14 +62,14 @@ std::vector<DoctorCheck> run_doctor(const GlobalOptions& opts) {
       add("reachable", false, session.error().str());
       add("push", false, "skipped: no session");
     } else {
-      auto refs = session->bus.ls_remote(std::string("refs/heads/") + opts.ns + "/");
+      auto refs = session->bus.ls_remote(std::string("refs/heads/") + opts.prefix);
       if (!refs.ok()) {
         add("reachable", false, refs.error().str());
         add("push", false, "skipped: remote not reachable");
       } else {
-        add("reachable", true, std::to_string(refs->size()) + " branch(es) under " + opts.ns + "/");
+        add("reachable", true, std::to_string(refs->size()) + " branch(es) under " + opts.prefix);
         auto probe = probe_push(*session);
-        add("push", probe.ok(), probe.ok() ? "created and deleted a probe branch under " + opts.ns + "/"
+        add("push", probe.ok(), probe.ok() ? "created and deleted a probe branch under " + opts.prefix
                                            : probe.error().str());
       }
     }

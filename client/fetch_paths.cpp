@@ -9,7 +9,7 @@ namespace fs = std::filesystem;
 namespace {
 
 Error escape(std::string_view relative, std::string_view why) {
-  return make_error("path_escape",
+  return make_error(errc::kPathEscape,
                     "refusing path '" + std::string(relative) + "': " + std::string(why));
 }
 

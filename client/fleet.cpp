@@ -12,30 +12,10 @@
 
 namespace kakeya::client {
 
-Result<double> parse_duration_s(std::string_view text) {
-  auto bad = [&] {
-    return make_error("bad_duration", "duration '" + std::string(text) +
-                                          "' is not a number with an optional unit s, m, h or d (e.g. 30s, 12h, 7d)");
-  };
-  if (text.empty()) return bad();
-  double mult = 1;
-  std::string_view num = text;
-  switch (text.back()) {
-    case 's': mult = 1; num.remove_suffix(1); break;
-    case 'm': mult = 60; num.remove_suffix(1); break;
-    case 'h': mult = 3600; num.remove_suffix(1); break;
-    case 'd': mult = 86400; num.remove_suffix(1); break;
-    default: break;
-  }
-  if (num.empty() || num.find_first_not_of("0123456789.") != std::string_view::npos) return bad();
-  try {
-    size_t used = 0;
-    const double v = std::stod(std::string(num), &used);
-    if (used != num.size() || !std::isfinite(v) || v < 0) return bad();
-    return v * mult;
-  } catch (...) {
-    return bad();
-  }
+bool gc_is_dry_run(bool dry_run_flag, bool yes_flag, bool stdin_is_tty) {
+  if (dry_run_flag) return true;
+  if (yes_flag) return false;
+  return stdin_is_tty;
 }
 
 std::optional<double> rfc3339_to_epoch(std::string_view t) {
@@ -97,7 +77,7 @@ Result<std::vector<RunnerEntry>> list_runners(bridge::GitBus& bus) {
     RunnerEntry e;
     e.id = ref.substr(prefix.size());
     e.commit = oid;
-    auto f = bus.read_file(oid, "runner.json", bridge::kMaxRunnerDocBytes);
+    auto f = bus.read_file(oid, bridge::kRunnerDocFile, bridge::kMaxRunnerDocBytes);
     if (!f.ok()) {
       e.error = f.error().str();
     } else if (!f.value()) {
@@ -108,6 +88,11 @@ Result<std::vector<RunnerEntry>> list_runners(bridge::GitBus& bus) {
         e.error = "runner.json is not a JSON object" + (doc.ok() ? std::string() : ": " + doc.error().message);
       } else {
         e.doc = std::move(doc).value();
+        if (auto typed = bridge::parse_runner_doc(**f); typed.ok()) {
+          e.runner = std::move(typed).value();
+        } else {
+          e.error = typed.error().message;
+        }
         const auto& d = e.doc;
         if (d.contains("updated_at") && d["updated_at"].is_string()) {
           if (auto t = rfc3339_to_epoch(d["updated_at"].get<std::string>())) e.age_s = now_epoch() - *t;
@@ -120,8 +105,9 @@ Result<std::vector<RunnerEntry>> list_runners(bridge::GitBus& bus) {
   return out;
 }
 
-Result<GcReport> gc_requests(bridge::GitBus& bus, const std::string& ns, double older_than_s, bool dry_run) {
-  KAKEYA_ASSIGN_OR_RETURN(auto entries, list_requests(bus, ns, std::nullopt));
+Result<GcReport> gc_requests(bridge::GitBus& bus, const std::string& branch_prefix, double older_than_s,
+                             bool dry_run) {
+  KAKEYA_ASSIGN_OR_RETURN(auto entries, list_requests(bus, branch_prefix, std::nullopt));
   GcReport report;
   const double now = now_epoch();
   for (const auto& e : entries) {

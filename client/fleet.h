@@ -11,12 +11,9 @@
 
 #include "bridge/gitbus.h"
 #include "bridge/result.h"
+#include "bridge/runner_doc.h"
 
 namespace kakeya::client {
-
-// Parses a duration: a non-negative number followed by s, m, h or d (e.g. "30s", "1.5h", "7d"),
-// or a bare number of seconds. Error `bad_duration` naming the text.
-Result<double> parse_duration_s(std::string_view text);
 
 // Seconds since the Unix epoch of an RFC 3339 timestamp ("2026-01-02T03:04:05Z", fractional
 // seconds and +hh:mm offsets accepted). nullopt when it is not one.
@@ -26,6 +23,7 @@ struct RunnerEntry {
   std::string id;                    // from the branch name kakeya/runners/<id>
   std::string commit;
   nlohmann::json doc;                // runner.json as published (null when unreadable)
+  std::optional<bridge::RunnerDoc> runner;  // the same, read as bridge::RunnerDoc (nullopt: unreadable)
   std::string error;                 // why doc could not be read
   std::optional<double> age_s;       // now - updated_at (the runner's clock; informational)
 };
@@ -48,10 +46,17 @@ struct GcReport {
   int kept = 0;                     // request branches not eligible (not terminal, or too recent)
 };
 
-// Deletes the request branches of namespace `ns` whose state is terminal and whose status
+// Whether `kakeya gc` only lists what it would delete: `--dry-run` lists, `--yes` deletes; with
+// neither it lists when stdin is a terminal (a person sees what would go before anything goes)
+// and deletes otherwise (scripts and CI, which say what they mean by running it).
+// REQUIRES: not both flags (the command refuses that as a usage error).
+bool gc_is_dry_run(bool dry_run_flag, bool yes_flag, bool stdin_is_tty);
+
+// Deletes the request branches under `branch_prefix` whose state is terminal and whose status
 // updated_at is more than `older_than_s` seconds in the past, each with delete_cas against the
 // tip that was read (a branch that moved meanwhile is kept). Never deletes queued, claimed or
 // running requests, nor branches whose status cannot be read. `dry_run`: decide only.
-Result<GcReport> gc_requests(bridge::GitBus& bus, const std::string& ns, double older_than_s, bool dry_run);
+Result<GcReport> gc_requests(bridge::GitBus& bus, const std::string& branch_prefix, double older_than_s,
+                             bool dry_run);
 
 }  // namespace kakeya::client

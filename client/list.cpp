@@ -35,9 +35,9 @@ ListEntry entry_from(const std::string& branch, const std::string& oid, const Re
 
 }  // namespace
 
-Result<std::vector<ListEntry>> list_requests(bridge::GitBus& bus, const std::string& ns,
+Result<std::vector<ListEntry>> list_requests(bridge::GitBus& bus, const std::string& branch_prefix,
                                              const std::optional<bridge::RunState>& state_filter) {
-  const std::string prefix = std::string(bridge::kRefsHeadsPrefix) + ns + "/";
+  const std::string prefix = std::string(bridge::kRefsHeadsPrefix) + branch_prefix;
   const std::string runners = std::string(bridge::kRefsHeadsPrefix) + std::string(bridge::kRunnerBranchPrefix);
   KAKEYA_ASSIGN_OR_RETURN(auto refs, bus.ls_remote(prefix));
   std::erase_if(refs, [&](const bridge::RemoteRef& r) { return r.name.starts_with(runners); });
@@ -45,7 +45,7 @@ Result<std::vector<ListEntry>> list_requests(bridge::GitBus& bus, const std::str
   std::vector<std::string> missing;
   for (const auto& r : refs) {
     auto probe = bus.read_file(r.oid, std::string(bridge::kRequestPath));
-    if (!probe.ok() && probe.error().code == "not_fetched") missing.push_back(r.name);
+    if (!probe.ok() && probe.error().code == errc::kNotFetched) missing.push_back(r.name);
   }
   std::map<std::string, std::string> fetched;
   if (!missing.empty()) {

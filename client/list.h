@@ -1,5 +1,5 @@
 #pragma once
-// Listing the request branches of a namespace (kakeya list).
+// Listing the request branches under a branch prefix (kakeya list).
 
 #include <optional>
 #include <string>
@@ -24,10 +24,10 @@ struct ListEntry {
   std::string error;       // why preset/state could not be read ("" when fine)
 };
 
-// One ls_remote under refs/heads/<ns>/ (runner branches excluded), one fetch of the branches
+// One ls_remote under refs/heads/<prefix> (runner branches excluded), one fetch of the branches
 // whose tip is not in the cache yet, then request + status of each tip. `state_filter` keeps
 // only entries in that state. Sorted by updated_at, newest first, then branch.
-Result<std::vector<ListEntry>> list_requests(bridge::GitBus& bus, const std::string& ns,
+Result<std::vector<ListEntry>> list_requests(bridge::GitBus& bus, const std::string& branch_prefix,
                                              const std::optional<bridge::RunState>& state_filter);
 
 nlohmann::json list_entry_to_json(const ListEntry& e);

@@ -18,7 +18,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough();  // global options may follow the subcommand
   app.add_option("--remote", g.remote, "Git remote URL of the bus (env KAKEYA_REMOTE)");
-  app.add_option("--namespace", g.ns, "Request branch namespace (default kakeya/req)");
+  app.add_option("--prefix", g.prefix,
+                 "Request branch prefix: branches are <prefix><preset>-<nonce>[<suffix>] (default kakeya/req/; "
+                 "may end inside a name, e.g. agents/kakeya-)");
   app.add_option("--credentials-file", g.credentials_file, "git-credential-store file with the token");
   app.add_option("--cache-dir", g.cache_dir, "Object cache (default $XDG_CACHE_HOME/kakeya/<remote hash>)");
   app.add_option("--catalog", g.catalog, "Preset catalog presets.yaml (env KAKEYA_CATALOG)");
@@ -39,7 +41,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    report_error(kakeya::make_error("usage", std::string(e.what()) + " (see kakeya --help)"), kExitUsage);
+    report_error(kakeya::make_error(kakeya::errc::kUsage, std::string(e.what()) + " (see kakeya --help)"), kExitUsage);
     return kExitUsage;
   }
   for (auto& c : commands) {

@@ -20,10 +20,11 @@ int report_error(const Error& error, int exit_code) {
 }
 
 bool is_usage_error(const Error& error) {
-  static constexpr std::array<std::string_view, 14> kUsage = {
-      "usage",       "bad_argument",  "no_remote",    "bad_namespace",  "bad_param",
-      "unknown_param", "duplicate_param", "missing_param", "bad_type", "out_of_bounds",
-      "bad_value",   "unknown_preset", "bad_suffix",  "bad_state"};
+  static constexpr ErrorCode kUsage[] = {
+      errc::kUsage,        errc::kNoRemote,       errc::kBadPrefix , errc::kBadParam,
+      errc::kUnknownParam, errc::kDuplicateParam, errc::kMissingParam, errc::kBadType,
+      errc::kOutOfRange,   errc::kBadValue,       errc::kUnknownPreset, errc::kBadSuffix,
+      errc::kBadState};
   for (auto c : kUsage) {
     if (error.code == c) return true;
   }
@@ -36,6 +37,7 @@ void print_json(const nlohmann::json& doc) {
   std::cout << bridge::to_json_text(doc, 2) << std::endl;
 }
 
+bool stdin_is_tty() { return isatty(STDIN_FILENO) == 1; }
 bool stderr_is_tty() { return isatty(STDERR_FILENO) == 1; }
 bool stdout_is_tty() { return isatty(STDOUT_FILENO) == 1; }
 

@@ -20,7 +20,8 @@ int fail(const Error& error);
 // Writes `doc` pretty-printed (2 spaces) with a trailing newline on stdout.
 void print_json(const nlohmann::json& doc);
 
-// Whether stderr / stdout is a terminal.
+// Whether stdin / stderr / stdout is a terminal.
+bool stdin_is_tty();
 bool stderr_is_tty();
 bool stdout_is_tty();
 

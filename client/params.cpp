@@ -10,7 +10,7 @@ namespace kakeya::client {
 namespace {
 
 Error bad(const bridge::ParamSpec& spec, std::string_view text, std::string_view why) {
-  return make_error("bad_param", "params." + spec.name + " (" + bridge::to_string(spec.kind) + "): '" +
+  return make_error(errc::kBadParam, "params." + spec.name + " (" + bridge::to_string(spec.kind) + "): '" +
                                      std::string(text) + "' " + std::string(why));
 }
 
@@ -70,10 +70,10 @@ Result<nlohmann::json> build_params(const bridge::PresetSpec& preset, const std:
   if (params_json) {
     auto parsed = bridge::parse_json_strict(*params_json);
     if (!parsed.ok()) {
-      return make_error("bad_param", "--params-json: " + parsed.error().message);
+      return make_error(errc::kBadParam, "--params-json: " + parsed.error().message);
     }
     if (!parsed->is_object()) {
-      return make_error("bad_param", "--params-json must be a JSON object, got " + bridge::json_excerpt(*parsed));
+      return make_error(errc::kBadParam, "--params-json must be a JSON object, got " + bridge::json_excerpt(*parsed));
     }
     params = std::move(*parsed);
   }
@@ -81,17 +81,17 @@ Result<nlohmann::json> build_params(const bridge::PresetSpec& preset, const std:
   for (const auto& item : items) {
     std::size_t eq = item.find('=');
     if (eq == std::string::npos) {
-      return make_error("bad_param", "-p '" + item + "': expected key=value");
+      return make_error(errc::kBadParam, "-p '" + item + "': expected key=value");
     }
     std::string key = item.substr(0, eq);
-    if (key.empty()) return make_error("bad_param", "-p '" + item + "': empty key");
+    if (key.empty()) return make_error(errc::kBadParam, "-p '" + item + "': empty key");
     const bridge::ParamSpec* spec = preset.find_param(key);
     if (spec == nullptr) {
-      return make_error("unknown_param", "params." + key + ": preset '" + preset.name +
+      return make_error(errc::kUnknownParam, "params." + key + ": preset '" + preset.name +
                                              "' has no such parameter (declared: " + declared_names(preset) + ")");
     }
     if (!seen.insert(key).second) {
-      return make_error("duplicate_param", "params." + key + " given twice with -p");
+      return make_error(errc::kDuplicateParam, "params." + key + " given twice with -p");
     }
     KAKEYA_ASSIGN_OR_RETURN(params[key], parse_param_value(*spec, std::string_view(item).substr(eq + 1)));
   }

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "bridge/json_text.h"
+
 namespace kakeya::client {
 namespace {
 
@@ -39,7 +41,7 @@ std::string format_preset(const bridge::PresetSpec& preset) {
   } else {
     out += "  params:\n";
     for (const auto& p : preset.params) {
-      std::string dflt = p.required ? "required" : "default " + p.default_value.dump();
+      std::string dflt = p.required ? "required" : "default " + bridge::to_json_text(p.default_value);
       out += fmt::format("    {:<16} {:<28} {}\n", p.name, format_param_kind(p), dflt);
       if (!p.description.empty()) out += fmt::format("    {:<16} {}\n", "", p.description);
     }

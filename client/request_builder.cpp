@@ -3,6 +3,7 @@
 #include "bridge/branch.h"
 #include "bridge/credentials.h"
 #include "bridge/layout.h"
+#include "bridge/utf8.h"
 #include "bridge/version.h"
 #include "client/base_commit.h"
 #include "client/params.h"
@@ -12,8 +13,8 @@ namespace kakeya::client {
 
 Status validate_suffix(const std::string& suffix) {
   if (bridge::is_valid_branch_suffix(suffix)) return ok_status();
-  return make_error("bad_suffix", "suffix '" + suffix +
-                                      "': expected '.' or '_' then at most 63 of [A-Za-z0-9._-] (no '..', "
+  return make_error(errc::kBadSuffix, "suffix '" + bridge::printable(suffix) +
+                                      "': expected '-', '.' or '_' then at most 63 of [A-Za-z0-9._-] (no '..', "
                                       "not ending in '.' or '.lock')");
 }
 
@@ -22,7 +23,7 @@ Result<bridge::RequestManifest> build_manifest(const bridge::PresetCatalog& cata
   if (preset == nullptr) {
     std::string names;
     for (const auto& p : catalog.presets()) names += (names.empty() ? "" : ", ") + p.name;
-    return make_error("unknown_preset", "preset '" + opts.preset + "' is not in the catalog (available: " +
+    return make_error(errc::kUnknownPreset, "preset '" + opts.preset + "' is not in the catalog (available: " +
                                             (names.empty() ? "none" : names) + ")");
   }
   KAKEYA_TRY(validate_suffix(opts.suffix));
@@ -61,12 +62,12 @@ Result<Submission> submit_request(Session& session, const bridge::RequestManifes
                               manifest.requested_by + "\n";
   KAKEYA_ASSIGN_OR_RETURN(sub.commit, session.bus.make_commit(std::nullopt, sub.base_commit, changes, message,
                                                               client_author(manifest.requested_by)));
-  KAKEYA_TRY(bridge::check_request_branch_parts(session.ns, manifest.preset, manifest.nonce, opts.suffix));
-  sub.branch = request_branch(session.ns, manifest.preset, manifest.nonce, opts.suffix);
+  KAKEYA_TRY(bridge::check_request_branch_parts(session.prefix, manifest.preset, manifest.nonce, opts.suffix));
+  sub.branch = bridge::request_branch_name(session.prefix, manifest.preset, manifest.nonce, opts.suffix);
   sub.ref = head_ref(sub.branch);
   KAKEYA_ASSIGN_OR_RETURN(auto outcome, session.bus.push_cas(sub.ref, sub.commit, std::nullopt));
   if (outcome != bridge::PushOutcome::Won) {
-    return make_error("branch_exists", "the remote refused to create " + sub.ref +
+    return make_error(errc::kBranchExists, "the remote refused to create " + sub.ref +
                                            " (it already exists, or the server rejected the push)");
   }
   return sub;

@@ -31,7 +31,7 @@ struct RequestOptions {
   std::string suffix;                       // --suffix, appended to the branch name
 };
 
-// Checks a branch suffix with bridge::is_valid_branch_suffix ("" or '.'/'_' then up to 63 of
+// Checks a branch suffix with bridge::is_valid_branch_suffix ("" or '-'/'.'/'_' then up to 63 of
 // [A-Za-z0-9._-], no "..", not ending in '.' or ".lock"). Error `bad_suffix`.
 Status validate_suffix(const std::string& suffix);
 

@@ -13,7 +13,8 @@ void add_request_flags(CLI::App& sub, RequestOptions& opts) {
   sub.add_option("--repo", opts.repo,
                  "Repository whose committed HEAD is the workload (default: the one containing cwd)");
   sub.add_option("--suffix", opts.suffix,
-                 "Appended to the branch name ('.' or '_' then [A-Za-z0-9._-], e.g. .retry2)");
+                 "Appended to the branch name after the nonce: '-', '.' or '_' then [A-Za-z0-9._-] (e.g. -b876, "
+                 ".retry2); a value beginning with '-' is still this option's value");
 }
 
 }  // namespace kakeya::client

@@ -10,16 +10,16 @@ namespace kakeya::client {
 
 Result<Session> open_session(const GlobalOptions& opts) {
   KAKEYA_ASSIGN_OR_RETURN(std::string remote, resolve_remote(opts));
-  KAKEYA_TRY(validate_namespace(opts.ns));
+  KAKEYA_TRY(validate_prefix(opts.prefix));
   KAKEYA_ASSIGN_OR_RETURN(auto creds, bridge::load_credentials(remote, opts.credentials_file));
   KAKEYA_ASSIGN_OR_RETURN(auto cache, resolve_cache_dir(opts, remote));
   std::error_code ec;
   std::filesystem::create_directories(cache, ec);
   if (ec) {
-    return make_error("cache_dir", "cannot create cache directory '" + cache.string() + "': " + ec.message());
+    return make_error(errc::kIo, "cannot create cache directory '" + cache.string() + "': " + ec.message());
   }
   KAKEYA_ASSIGN_OR_RETURN(auto bus, bridge::GitBus::open(remote, cache, std::move(creds)));
-  return Session{std::move(remote), opts.ns, std::move(bus)};
+  return Session{std::move(remote), opts.prefix, std::move(bus)};
 }
 
 Result<std::vector<std::string>> list_remote_branches(bridge::GitBus& bus) {
@@ -34,11 +34,6 @@ Result<std::vector<std::string>> list_remote_branches(bridge::GitBus& bus) {
 }
 
 std::string head_ref(const std::string& branch) { return bridge::to_heads_ref(branch); }
-
-std::string request_branch(const std::string& ns, const std::string& preset, const std::string& nonce,
-                           const std::string& suffix) {
-  return bridge::request_branch_name(ns, preset, nonce, suffix);
-}
 
 bridge::CommitAuthor client_author(const std::string& requested_by) {
   bool looks_like_address = requested_by.find('@') != std::string::npos &&
@@ -57,7 +52,7 @@ Result<bridge::PresetCatalog> load_catalog(const GlobalOptions& opts) {
 
 Result<std::string> resolve_branch_arg(Session& session, const std::string& arg) {
   KAKEYA_ASSIGN_OR_RETURN(auto branches, list_remote_branches(session.bus));
-  return resolve_target(arg, session.ns, branches);
+  return resolve_target(arg, session.prefix, branches);
 }
 
 }  // namespace kakeya::client

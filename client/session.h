@@ -15,11 +15,11 @@ namespace kakeya::client {
 
 struct Session {
   std::string remote;  // as given (may carry userinfo: redact_url() before printing)
-  std::string ns;      // request namespace, e.g. "kakeya/req"
+  std::string prefix;  // request branch prefix, e.g. "kakeya/req/" or "agents/kakeya-" (bridge/branch.h)
   bridge::GitBus bus;
 };
 
-// Resolves the remote (usage error `no_remote`), validates the namespace, loads credentials
+// Resolves the remote (usage error `no_remote`), validates the prefix, loads credentials
 // (bridge::load_credentials with --credentials-file) and opens the GitBus over the cache dir
 // (created if missing). No network traffic.
 Result<Session> open_session(const GlobalOptions& opts);
@@ -30,10 +30,6 @@ Result<std::vector<std::string>> list_remote_branches(bridge::GitBus& bus);
 // "refs/heads/" + branch (bridge::to_heads_ref).
 std::string head_ref(const std::string& branch);
 
-// <ns>/<preset>-<nonce><suffix> (DESIGN §2), without "refs/heads/" (bridge::request_branch_name).
-std::string request_branch(const std::string& ns, const std::string& preset, const std::string& nonce,
-                           const std::string& suffix);
-
 // The commit author of client commits: name "kakeya", email "<requested_by>" when it looks like
 // an address, else "kakeya@localhost".
 bridge::CommitAuthor client_author(const std::string& requested_by);
@@ -42,7 +38,8 @@ bridge::CommitAuthor client_author(const std::string& requested_by);
 
 namespace kakeya::client {
 
-// Loads the preset catalog from resolve_catalog_path(opts). Errors: `no_catalog`, `bad_catalog`.
+// Loads the preset catalog from resolve_catalog_path(opts). Errors: `no_catalog`, and those of
+// PresetCatalog::load_file (bridge/catalog.h).
 Result<bridge::PresetCatalog> load_catalog(const GlobalOptions& opts);
 
 // Resolves a BRANCH|NONCE argument against the remote's branches (one ls_remote; see

@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <system_error>
 
-#include <openssl/evp.h>
-
 #include "bridge/branch.h"
+#include "bridge/sha256.h"
+#include "bridge/utf8.h"
 
 namespace kakeya::client {
 namespace fs = std::filesystem;
@@ -26,27 +26,15 @@ std::optional<std::string> env(const char* name) {
 Result<std::string> resolve_remote(const GlobalOptions& opts) {
   if (!opts.remote.empty()) return opts.remote;
   if (auto v = env("KAKEYA_REMOTE")) return *v;
-  return make_error("no_remote", "no remote given: pass --remote URL or set KAKEYA_REMOTE");
+  return make_error(errc::kNoRemote, "no remote given: pass --remote URL or set KAKEYA_REMOTE");
 }
 
-Status validate_namespace(const std::string& ns) {
-  if (bridge::is_valid_namespace(ns)) return ok_status();
-  return make_error("bad_namespace", "namespace '" + ns +
-                                         "': expected '/'-separated segments of [A-Za-z0-9._-] (no segment starting "
-                                         "with '.', ending in '.lock' or containing '..'), not under kakeya/runners");
-}
-
-std::string sha256_hex(std::string_view data) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
-  unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), md.data(), &len, EVP_sha256(), nullptr);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out += kHex[md[i] >> 4];
-    out += kHex[md[i] & 0xf];
-  }
-  return out;
+Status validate_prefix(const std::string& prefix) {
+  if (bridge::is_valid_branch_prefix(prefix)) return ok_status();
+  return make_error(errc::kBadPrefix, "branch prefix '" + bridge::printable(prefix) +
+                                     "': expected [A-Za-z0-9._/-] ending with '/' or inside a segment (e.g. "
+                                     "kakeya/req/ or agents/kakeya-), no segment starting with '.', ending in '.lock' "
+                                     "or containing '..', not under kakeya/runners/");
 }
 
 Result<fs::path> resolve_cache_dir(const GlobalOptions& opts, const std::string& remote) {
@@ -57,9 +45,9 @@ Result<fs::path> resolve_cache_dir(const GlobalOptions& opts, const std::string&
   } else if (auto home = env("HOME")) {
     base = fs::path(*home) / ".cache";
   } else {
-    return make_error("no_cache_dir", "neither XDG_CACHE_HOME nor HOME is set: pass --cache-dir");
+    return make_error(errc::kNoCacheDir, "neither XDG_CACHE_HOME nor HOME is set: pass --cache-dir");
   }
-  return base / "kakeya" / sha256_hex(remote).substr(0, 16);
+  return base / "kakeya" / bridge::sha256_hex(remote).substr(0, 16);
 }
 
 std::vector<fs::path> default_catalog_candidates(const fs::path& exe_dir) {
@@ -76,7 +64,7 @@ Result<fs::path> resolve_catalog_path(const GlobalOptions& opts) {
     if (fs::is_regular_file(c, ec)) return c;
     tried += (tried.empty() ? "" : ", ") + c.string();
   }
-  return make_error("no_catalog",
+  return make_error(errc::kNoCatalog,
                     "no preset catalog found (tried " + tried + "): pass --catalog or set KAKEYA_CATALOG");
 }
 

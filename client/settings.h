@@ -6,11 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "bridge/layout.h"
 #include "bridge/result.h"
 
 namespace kakeya::client {
-
-inline constexpr std::string_view kDefaultNamespace = "kakeya/req";
 
 // Exit codes shared by every subcommand (wait/run add 2 and 3, see wait_outcome.h).
 inline constexpr int kExitOk = 0;
@@ -19,7 +18,7 @@ inline constexpr int kExitUsage = 64;  // EX_USAGE (sysexits.h)
 
 struct GlobalOptions {
   std::string remote;                              // --remote, else $KAKEYA_REMOTE
-  std::string ns = std::string(kDefaultNamespace);  // --namespace
+  std::string prefix = std::string(bridge::kDefaultBranchPrefix);  // --prefix (request branch prefix)
   std::optional<std::filesystem::path> credentials_file;  // --credentials-file
   std::optional<std::filesystem::path> cache_dir;         // --cache-dir
   std::optional<std::filesystem::path> catalog;           // --catalog, else $KAKEYA_CATALOG
@@ -30,16 +29,13 @@ struct GlobalOptions {
 // --remote, else $KAKEYA_REMOTE. Error `no_remote` (a usage error) when neither is set.
 Result<std::string> resolve_remote(const GlobalOptions& opts);
 
-// Checks the namespace with bridge::is_valid_namespace (git ref rules, not under
-// kakeya/runners). Error `bad_namespace`.
-Status validate_namespace(const std::string& ns);
+// Checks a request branch prefix with bridge::is_valid_branch_prefix. Error `bad_prefix`
+// (a usage error) naming the value.
+Status validate_prefix(const std::string& prefix);
 
 // --cache-dir, else ($XDG_CACHE_HOME or $HOME/.cache)/kakeya/<first 16 hex chars of
 // sha256(remote)>. Error `no_cache_dir` when neither XDG_CACHE_HOME nor HOME is set.
 Result<std::filesystem::path> resolve_cache_dir(const GlobalOptions& opts, const std::string& remote);
-
-// Lower-case hex SHA-256 of `data` (OpenSSL EVP).
-std::string sha256_hex(std::string_view data);
 
 // The catalog locations tried, in order, when neither --catalog nor $KAKEYA_CATALOG is set:
 // <exe_dir>/../share/kakeya/presets.yaml, <exe_dir>/../manifests/presets.yaml.

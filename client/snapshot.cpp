@@ -1,6 +1,5 @@
 #include "client/snapshot.h"
 
-#include "bridge/json_strict.h"
 #include "bridge/layout.h"
 #include "bridge/limits.h"
 #include "client/session.h"
@@ -23,14 +22,18 @@ Result<BranchSnapshot> read_snapshot(bridge::GitBus& bus, const std::string& bra
   if (status_text) {
     auto st = bridge::parse_status(*status_text);
     if (!st.ok()) {
-      return make_error("bad_status", branch + " @ " + oid.substr(0, 12) + ": " + st.error().str());
+      return make_error(errc::kBadStatus, branch + " @ " + oid.substr(0, 12) + ": " + st.error().str());
     }
     snap.status = std::move(*st);
     snap.has_status = true;
   }
   KAKEYA_ASSIGN_OR_RETURN(auto summary_text, bus.read_file(oid, std::string(bridge::kSummaryPath), bridge::kMaxSummaryBytes));
   if (summary_text) {
-    if (auto s = bridge::parse_json_strict(*summary_text); s.ok()) snap.summary = std::move(*s);
+    if (auto s = bridge::parse_summary(*summary_text); s.ok()) {
+      snap.summary = std::move(*s);
+    } else {
+      snap.summary_error = s.error().str();
+    }
   }
   KAKEYA_ASSIGN_OR_RETURN(auto cancel_text, bus.read_file(oid, std::string(bridge::kCancelPath), bridge::kMaxCancelBytes));
   snap.cancel_requested = cancel_text.has_value();
@@ -59,7 +62,8 @@ nlohmann::json snapshot_to_json(const BranchSnapshot& snap) {
   j["status"] = bridge::to_json(snap.status);
   j["status_present"] = snap.has_status;
   j["cancel_requested"] = snap.cancel_requested;
-  j["summary"] = snap.summary ? *snap.summary : nlohmann::json(nullptr);
+  j["summary"] = snap.summary ? bridge::to_json(*snap.summary) : nlohmann::json(nullptr);
+  if (!snap.summary_error.empty()) j["summary_error"] = snap.summary_error;
   return j;
 }
 

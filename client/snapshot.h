@@ -10,6 +10,7 @@
 #include "bridge/request.h"
 #include "bridge/result.h"
 #include "bridge/run_state.h"
+#include "bridge/summary.h"
 
 namespace kakeya::client {
 
@@ -20,7 +21,8 @@ struct BranchSnapshot {
   std::string request_error;                       // why `request` is nullopt ("" when fine)
   bool has_status = false;                         // false: no status.json yet (queued)
   bridge::RunStatus status;                        // RunStatus{} (queued) when !has_status
-  std::optional<nlohmann::json> summary;           // summary.json when present and valid JSON
+  std::optional<bridge::RunSummary> summary;       // summary.json when present and valid
+  std::string summary_error;                       // why a present summary.json is not used ("" when fine)
   bool cancel_requested = false;                   // .kakeya/run/cancel.json present
 };
 
@@ -33,7 +35,8 @@ Result<std::optional<BranchSnapshot>> fetch_snapshot(bridge::GitBus& bus, const 
 
 // {branch, commit, request: request.json object | null, request_error (only when null),
 //  status: status.json object (queued defaults when absent), status_present, cancel_requested,
-//  summary: summary.json object | null}: the machine form of `kakeya status --json`.
+//  summary: summary.json object | null, summary_error (only when a present summary is invalid)}:
+//  the machine form of `kakeya status --json`.
 nlohmann::json snapshot_to_json(const BranchSnapshot& snap);
 
 }  // namespace kakeya::client

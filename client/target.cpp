@@ -2,13 +2,15 @@
 
 #include <algorithm>
 
+#include "bridge/utf8.h"
+
 namespace kakeya::client {
 namespace {
 
 constexpr std::string_view kHeads = "refs/heads/";
 
-// A request suffix starts with '.' or '_' (bridge/branch.h), so only those may follow a nonce.
-bool is_suffix_start(char c) { return c == '.' || c == '_'; }
+// A request suffix starts with '-', '.' or '_' (bridge/branch.h), so only those may follow a nonce.
+bool is_suffix_start(char c) { return c == '-' || c == '.' || c == '_'; }
 
 }  // namespace
 
@@ -24,15 +26,14 @@ bool leaf_has_nonce(std::string_view leaf, std::string_view nonce) {
   return false;
 }
 
-Result<std::string> resolve_target(std::string_view arg, std::string_view ns,
+Result<std::string> resolve_target(std::string_view arg, std::string_view prefix,
                                    const std::vector<std::string>& branches) {
   if (arg.starts_with(kHeads)) arg.remove_prefix(kHeads.size());
-  if (arg.empty()) return make_error("bad_argument", "empty BRANCH|NONCE argument");
+  if (arg.empty()) return make_error(errc::kUsage, "empty BRANCH|NONCE argument");
   if (std::find(branches.begin(), branches.end(), arg) != branches.end()) return std::string(arg);
   if (arg.find('/') != std::string_view::npos) {
-    return make_error("not_found", "branch '" + std::string(arg) + "' does not exist on the remote");
+    return make_error(errc::kNotFound, "branch '" + bridge::printable(arg) + "' does not exist on the remote");
   }
-  std::string prefix = std::string(ns) + "/";
   std::vector<std::string> matches;
   for (const auto& b : branches) {
     if (!b.starts_with(prefix)) continue;
@@ -41,13 +42,13 @@ Result<std::string> resolve_target(std::string_view arg, std::string_view ns,
     if (leaf_has_nonce(leaf, arg)) matches.push_back(b);
   }
   if (matches.empty()) {
-    return make_error("not_found", "no request branch under '" + prefix + "' has nonce '" +
-                                       std::string(arg) + "'");
+    return make_error(errc::kNotFound, "no request branch under '" + std::string(prefix) + "' has nonce '" +
+                                       bridge::printable(arg) + "'");
   }
   if (matches.size() > 1) {
     std::string list;
     for (const auto& m : matches) list += (list.empty() ? "" : ", ") + m;
-    return make_error("ambiguous", "nonce '" + std::string(arg) + "' matches " +
+    return make_error(errc::kAmbiguous, "nonce '" + bridge::printable(arg) + "' matches " +
                                        std::to_string(matches.size()) + " branches: " + list);
   }
   return matches.front();

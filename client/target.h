@@ -15,16 +15,17 @@ namespace kakeya::client {
 //  - A leading "refs/heads/" on `arg` is stripped.
 //  - `arg` equal to an advertised branch -> that branch.
 //  - `arg` containing '/' -> taken as a branch name; error `not_found` if not advertised.
-//  - otherwise `arg` is a bare nonce: it matches every branch `<ns>/<leaf>` whose leaf contains
-//    "-<nonce>" preceded by a non-empty preset part and followed by the end of the leaf or by
-//    '.' or '_' (where a suffix starts, bridge/branch.h: ".2" and "_s1" still match, while "abc"
-//    matches neither the nonce "abcdef" nor "abc-def"). Exactly one match -> it; none -> `not_found`;
-//    several -> `ambiguous` (the message lists them).
-// Errors: usage `bad_argument` for an empty argument.
-Result<std::string> resolve_target(std::string_view arg, std::string_view ns,
+//  - otherwise `arg` is a bare nonce: it matches every branch `<prefix><leaf>` (no '/' in the
+//    leaf) whose leaf contains "-<nonce>" preceded by a non-empty preset part and followed by the
+//    end of the leaf or by '-', '.' or '_' (where a suffix starts, bridge/branch.h: "-b876", ".2"
+//    and "_s1" still match, while "abc" does not match the nonce "abcdef"). A nonce that is the
+//    start of another with a '-' in it ("abc" and "abc-def") matches both: more than one match is
+//    `ambiguous` (the message lists them); none is `not_found`.
+// Errors: `usage` for an empty argument.
+Result<std::string> resolve_target(std::string_view arg, std::string_view prefix,
                                    const std::vector<std::string>& branches);
 
-// True when `leaf` (the part of a request branch after "<ns>/") carries `nonce` as described
+// True when `leaf` (the part of a request branch after its prefix) carries `nonce` as described
 // for resolve_target.
 bool leaf_has_nonce(std::string_view leaf, std::string_view nonce);
 

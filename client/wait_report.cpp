@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "bridge/json_text.h"
+#include "bridge/utf8.h"
 #include "client/output.h"
 #include "client/run_files.h"
 
@@ -36,7 +37,7 @@ int wait_and_report(Session& session, const std::string& branch, const WaitOptio
     std::cout << format_summary(done);
     if (done.contains("fetched")) {
       std::cout << "fetched into " << fetch_dir->string() << ":\n";
-      for (const auto& f : done["fetched"]) std::cout << "  " << f.get<std::string>() << "\n";
+      for (const auto& f : done["fetched"]) std::cout << "  " << bridge::printable(f.get<std::string>()) << "\n";
     }
     std::cout << std::flush;
   }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "bridge/layout.h"
+#include "bridge/utf8.h"
 #include "client/session.h"
 #include "client/wait_outcome.h"
 
@@ -39,15 +40,15 @@ Result<WaitResult> wait_for_run(bridge::GitBus& bus, const std::string& branch, 
   while (true) {
     auto oid = remote_oid(bus, ref);
     if (!oid.ok()) {
-      if (oid.error().code == "auth_failed") return oid.error();
+      if (oid.error().code == errc::kAuthFailed) return oid.error();
       warnings << "kakeya: warning: " << oid.error().str() << " (retrying)\n" << std::flush;
       last_error = oid.error();
     } else if (!oid->has_value()) {
-      return make_error("not_found", "branch '" + branch + "' does not exist on the remote");
+      return make_error(errc::kNotFound, "branch '" + branch + "' does not exist on the remote");
     } else if (!last || last->oid != **oid) {
       auto fetched = bus.fetch({ref});
       if (!fetched.ok()) {
-        if (fetched.error().code == "auth_failed") return fetched.error();
+        if (fetched.error().code == errc::kAuthFailed) return fetched.error();
         warnings << "kakeya: warning: " << fetched.error().str() << " (retrying)\n" << std::flush;
         last_error = fetched.error();
       } else if (auto it = fetched->find(ref); it != fetched->end()) {
@@ -64,7 +65,7 @@ Result<WaitResult> wait_for_run(bridge::GitBus& bus, const std::string& branch, 
   }
   if (!last) {
     if (last_error) return *last_error;
-    return make_error("not_found", "branch '" + branch + "' could not be read");
+    return make_error(errc::kNotFound, "branch '" + branch + "' could not be read");
   }
   WaitResult r;
   r.seconds = since(t0);
@@ -74,26 +75,14 @@ Result<WaitResult> wait_for_run(bridge::GitBus& bus, const std::string& branch, 
   return r;
 }
 
-std::optional<int64_t> summary_exit_code(const std::optional<nlohmann::json>& summary) {
-  if (!summary || !summary->is_object()) return std::nullopt;
-  auto it = summary->find("exit_code");
-  if (it == summary->end() || !it->is_number_integer()) return std::nullopt;
-  return it->get<int64_t>();
-}
-
-std::optional<double> summary_seconds(const std::optional<nlohmann::json>& summary) {
-  if (!summary || !summary->is_object()) return std::nullopt;
-  for (const char* key : {"duration_s", "seconds", "elapsed_s"}) {
-    auto it = summary->find(key);
-    if (it != summary->end() && it->is_number()) return it->get<double>();
-  }
-  return std::nullopt;
+const bridge::CommandOutcome* summary_command(const std::optional<bridge::RunSummary>& summary) {
+  if (!summary || !summary->run || !summary->run->command) return nullptr;
+  return &*summary->run->command;
 }
 
 nlohmann::json done_event(const WaitResult& r) {
   const auto& st = r.last.status;
-  auto job_exit = summary_exit_code(r.last.summary);
-  auto job_seconds = summary_seconds(r.last.summary);
+  const bridge::CommandOutcome* command = summary_command(r.last.summary);
   return nlohmann::json{{"event", "done"},
                         {"branch", r.last.branch},
                         {"commit", r.last.oid},
@@ -101,8 +90,8 @@ nlohmann::json done_event(const WaitResult& r) {
                         {"terminal", bridge::is_terminal(st.state)},
                         {"reason", st.reason},
                         {"exit_code", r.exit_code},
-                        {"job_exit_code", job_exit ? nlohmann::json(*job_exit) : nlohmann::json(nullptr)},
-                        {"job_seconds", job_seconds ? nlohmann::json(*job_seconds) : nlohmann::json(nullptr)},
+                        {"job_exit_code", command ? nlohmann::json(command->exit_code) : nlohmann::json(nullptr)},
+                        {"job_seconds", command ? nlohmann::json(command->duration_s) : nlohmann::json(nullptr)},
                         {"seconds", r.seconds},
                         {"runner_id", st.runner_id},
                         {"results", r.results}};
@@ -112,9 +101,10 @@ std::string format_summary(const nlohmann::json& d) {
   std::string out;
   std::string state = d.value("state", std::string());
   if (!d.value("terminal", false)) state += " (deadline reached)";
-  out += fmt::format("branch:    {}\n", d.value("branch", std::string()));
+  // Branch, reason, runner and result names come from the remote: shown escaped.
+  out += fmt::format("branch:    {}\n", bridge::printable(d.value("branch", std::string())));
   out += fmt::format("state:     {}\n", state);
-  if (!d.value("reason", std::string()).empty()) out += fmt::format("reason:    {}\n", d.value("reason", std::string()));
+  if (!d.value("reason", std::string()).empty()) out += fmt::format("reason:    {}\n", bridge::printable(d.value("reason", std::string())));
   out += fmt::format("exit code: {}", d.value("exit_code", 0));
   if (d.contains("job_exit_code") && d["job_exit_code"].is_number_integer()) {
     out += fmt::format(" (job exited {})", d["job_exit_code"].get<int64_t>());
@@ -125,13 +115,13 @@ std::string format_summary(const nlohmann::json& d) {
   }
   out += fmt::format("waited:    {:.1f} s\n", d.value("seconds", 0.0));
   const std::string runner = d.value("runner_id", std::string());
-  out += fmt::format("runner:    {}\n", runner.empty() ? "(none)" : runner);
+  out += fmt::format("runner:    {}\n", runner.empty() ? "(none)" : bridge::printable(runner));
   const auto& results = d["results"];
   if (results.empty()) {
     out += "results:   (none)\n";
   } else {
     out += "results:\n";
-    for (const auto& f : results) out += "  " + f.get<std::string>() + "\n";
+    for (const auto& f : results) out += "  " + bridge::printable(f.get<std::string>()) + "\n";
   }
   return out;
 }

@@ -44,9 +44,7 @@ nlohmann::json done_event(const WaitResult& r);
 // Human summary block: state, reason, exit code, seconds, runner, results.
 std::string format_summary(const nlohmann::json& done);
 
-// The job's exit code and duration from summary.json, when present: keys "exit_code" and
-// the first of "duration_s", "seconds", "elapsed_s" that is a number.
-std::optional<int64_t> summary_exit_code(const std::optional<nlohmann::json>& summary);
-std::optional<double> summary_seconds(const std::optional<nlohmann::json>& summary);
+// The job command's outcome from summary.json (bridge/summary.h), when the command was started.
+const bridge::CommandOutcome* summary_command(const std::optional<bridge::RunSummary>& summary);
 
 }  // namespace kakeya::client

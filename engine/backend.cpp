@@ -1,7 +1,5 @@
 #include "engine/backend.h"
 
-#include <cmath>
-
 #include "engine/cpu/cpu_backend.h"
 #include "engine/kv_quant.h"
 #if defined(KAKEYA_HAVE_VULKAN)
@@ -26,16 +24,6 @@ size_t ModelWeights::bytes() const {
   size_t total = 0;
   for (const auto& b : buffers) total += b->bytes();
   return total;
-}
-
-void rope_angles(const RopeArgs& args, int32_t pos, float* cache) {
-  const float theta_scale = std::pow(args.freq_base, -2.0f / static_cast<float>(args.rope_dim));
-  float theta = static_cast<float>(pos);
-  for (int64_t i0 = 0; i0 < args.rope_dim; i0 += 2) {
-    cache[i0] = std::cos(theta);
-    cache[i0 + 1] = std::sin(theta);
-    theta *= theta_scale;
-  }
 }
 
 size_t KvRowFormat::row_bytes() const {

@@ -44,6 +44,7 @@
 #include "bridge/result.h"
 #include "engine/ggml_types.h"
 #include "engine/model.h"
+#include "engine/rope.h"
 
 namespace kakeya::engine {
 
@@ -150,19 +151,14 @@ struct KvHeadView {
   int32_t window = 0;
 };
 
-// RoPE, GGML mode 0 (llama.h): pairs (2i, 2i+1) of the first rope_dim values of each head rotated
-// by position·freq_base^(−2i/rope_dim).
+// RoPE over n_heads heads of head_dim values per row: the variant `params` describes (engine/rope.h:
+// normal or NEOX pairs, frequency base and factors, linear or YaRN position scaling).
 struct RopeArgs {
   int64_t n_heads = 0;
   int64_t head_dim = 0;
-  int64_t rope_dim = 0;
-  float freq_base = 10000.0f;
+  RopeParams params;                     // params.n_dims <= head_dim, even
+  const Tensor* freq_factors = nullptr;  // [1][params.n_dims / 2] F32 (rope_freqs.weight), or none (all 1)
 };
-// The cos/sin of RoPE's angles at position `pos`: cache[i0] = cos θ_i, cache[i0 + 1] = sin θ_i for
-// i0 = 0, 2, .., rope_dim − 2, with θ built by repeated multiplication by freq_base^(−2/rope_dim)
-// in f32 (ggml_rope_cache_init). Every backend rotates by these values (computed on the host), so
-// RoPE agrees across backends bit for bit.
-void rope_angles(const RopeArgs& args, int32_t pos, float* cache);
 
 // Attention of n queries over KV heads (GQA: query head h reads KV head h / (n_head / n_head_kv)).
 struct AttentionArgs {
@@ -202,7 +198,7 @@ class Backend {
   // holds the result. Errors: upload_weight's.
   Result<std::shared_ptr<const ModelWeights>> weights(const LlamaModel& model);
   // Called by weights() before the first byte of `model` is uploaded: a backend refuses a model
-  // it cannot hold here ("out_of_memory" naming the bytes needed and available, "unsupported"
+  // it cannot hold here ("out_of_memory" naming the bytes needed and available, "bad_shape"
   // naming a shape its kernels cannot run), so nothing is uploaded in vain.
   virtual Status check_upload(const LlamaModel& model) { (void)model; return ok_status(); }
   // One weight of [w.n_out][w.n_in]. `source` is the file w points into (the backend may drop its
@@ -222,12 +218,15 @@ class Backend {
   // Every output of `outs` (each y [x.rows][w->rows]) from the same x [n][w->cols]; a backend may
   // fuse them (one activation conversion for several weights).
   virtual void matmul(std::span<const MatmulOut> outs, const Tensor& x) = 0;
-  // In place on x [n][n_heads·head_dim], row t at positions[t].
+  // In place on x [n][n_heads·head_dim], row t at positions[t] (engine/rope.h for the arithmetic).
   virtual void rope(const Tensor& x, const RopeArgs& args, std::span<const int32_t> positions) = 0;
   // gate ← silu(gate) · up, elementwise (silu(g) = g / (1 + e^−g)).
   virtual void swiglu(const Tensor& gate, const Tensor& up) = 0;
   // x ← x + y, elementwise.
   virtual void add(const Tensor& x, const Tensor& y) = 0;
+  // x[t] ← x[t] + bias for every row t (a matmul's bias, as ggml_add broadcasts it: Qwen2's
+  // attn_q/k/v.bias). bias [1][x.cols] F32 (uploaded as WeightUse::kVector).
+  virtual void add_bias(const Tensor& x, const Tensor& bias) = 0;
   // out [n][n_head·hd]: per query t and head h, softmax(q_h · K^T / sqrt(hd)) · V over the KV
   // slots visible at positions[t] (softmax in f32 with a double-precision denominator).
   virtual void attention(const Tensor& q, const AttentionArgs& args, const Tensor& out) = 0;

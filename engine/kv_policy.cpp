@@ -110,7 +110,7 @@ Result<KvPolicy> load_kv_policy(const std::filesystem::path& path) {
   std::ifstream in(path);
   if (!in) return make_error("io", "KV policy file " + path.string() + ": cannot be read");
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded()) return make_error("bad_json", "KV policy file " + path.string() + ": not valid JSON");
+  if (j.is_discarded()) return make_error("parse_error", "KV policy file " + path.string() + ": not valid JSON");
   return kv_policy_from_json(j);
 }
 

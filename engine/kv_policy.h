@@ -50,7 +50,7 @@ Status check_kv_policy(const KvPolicy& p, const KvCacheShape& shape);
 
 Result<KvPolicy> kv_policy_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const KvPolicy& p);
-// Errors: "io" (unreadable), "bad_json", or kv_policy_from_json's.
+// Errors: "io" (unreadable), "parse_error", or kv_policy_from_json's.
 Result<KvPolicy> load_kv_policy(const std::filesystem::path& path);
 Status save_kv_policy(const std::filesystem::path& path, const KvPolicy& p);
 

@@ -167,8 +167,12 @@ Status LlamaContext::forward(const int32_t* tokens, size_t n, size_t n_layers, c
   const size_t pos0 = kv_->n_committed() + partial_tokens_;
   s.positions.resize(n);
   for (size_t t = 0; t < n; ++t) s.positions[t] = static_cast<int32_t>(pos0 + t);
-  const RopeArgs rope_q{hp.n_head, hp.head_dim, hp.rope_dim, hp.rope_freq_base};
-  const RopeArgs rope_k{hp.n_head_kv, hp.head_dim, hp.rope_dim, hp.rope_freq_base};
+  RopeParams rope;
+  rope.n_dims = hp.rope_dim;
+  rope.freq_base = hp.rope_freq_base;
+  rope.n_ctx_orig = hp.n_ctx_train;
+  const RopeArgs rope_q{hp.n_head, hp.head_dim, rope, nullptr};
+  const RopeArgs rope_k{hp.n_head_kv, hp.head_dim, rope, nullptr};
 
   B.embed(W.token_embd, std::span<const int32_t>(tokens, n), x);
   for (size_t il = 0; il < n_layers; ++il) {

@@ -10,6 +10,7 @@
 #include "bridge/layout.h"
 #include "bridge/limits.h"
 #include "bridge/request.h"
+#include "bridge/summary.h"
 #include "bridge/utf8.h"
 #include "bridge/version.h"
 #include "runner/publish.h"
@@ -62,7 +63,7 @@ Result<std::unique_ptr<bridge::GitBus>> Agent::open_bus(const std::string& name)
 Status Agent::init() {
   std::error_code ec;
   for (const char* d : {"cache", "jobs", "spool"}) fs::create_directories(cfg_.work_dir / d, ec);
-  if (ec) return make_error("work_dir", "cannot create " + cfg_.work_dir.string() + ": " + ec.message());
+  if (ec) return make_error(errc::kIo, "cannot create " + cfg_.work_dir.string() + ": " + ec.message());
   KAKEYA_ASSIGN_OR_RETURN(bus_, open_bus("discovery"));
   return ok_status();
 }
@@ -155,12 +156,15 @@ void Agent::publish_terminal_without_run(const BranchView& view, RunState state,
   st.labels = cfg_.labels;
   st.claim_gen = claim_gen;
   st.updated_at = bridge::now_rfc3339();
-  nlohmann::json summary{{"schema_version", 1},     {"state", bridge::to_string(state)},
-                         {"reason", line},           {"runner_id", cfg_.runner_id},
-                         {"request_commit", view.tip}, {"finished_at", st.updated_at},
-                         {"engine_version", engine_version()}};
+  bridge::RunSummary summary;  // a receipt without a run: no claim was made
+  summary.state = state;
+  summary.reason = line;
+  summary.runner_id = cfg_.runner_id;
+  summary.request_commit = view.tip;
+  summary.finished_at = st.updated_at;
+  summary.engine_version = engine_version();
   std::vector<bridge::FileChange> changes{status_change(st),
-                                          {std::string(bridge::kSummaryPath), bridge::to_json_file(summary)}};
+                                          {std::string(bridge::kSummaryPath), bridge::summary_json_text(summary)}};
   const std::string what = bridge::to_string(state);
   auto commit = make_runner_commit(*bus_, view.tip, changes, what, runner_author(cfg_));
   if (!commit.ok()) {
@@ -229,7 +233,8 @@ void Agent::handle_branch_guarded(const BranchView& view, PollStats& stats) {
   }
   spdlog::error("{}: internal error while handling the branch: {}", shown(view.ref), bridge::printable(what, 512));
   try {
-    if (!bridge::is_terminal(view.state()) && !active_refs_.count(view.ref)) {
+    // Only a queued request can be rejected (claimed/running ones belong to a claim).
+    if (view.state() == RunState::Queued && !active_refs_.count(view.ref)) {
       reject(view, "the runner failed while reading this request (internal error: " + what + ")");
       return;
     }
@@ -281,7 +286,29 @@ void Agent::handle_branch(const BranchView& view, PollStats& stats) {
   }
   const bridge::PresetSpec* preset = catalog_.find(manifest->preset);
   if (preset == nullptr) {
-    reject(view, "preset '" + manifest->preset + "' is not in this runner's allowlist");
+    const std::vector<std::string> offering = live_runners_offering(manifest->preset);
+    if (!offering.empty()) {
+      spdlog::debug("{}: preset '{}' is not in this runner's catalog; live runner(s) {} offer it", shown(view.ref),
+                    bridge::printable(manifest->preset), bridge::printable(fmt::format("{}", fmt::join(offering, ", "))));
+      return;
+    }
+    const std::string none = "preset '" + manifest->preset + "' is not in the catalog of runner " + cfg_.runner_id +
+                             " and no live runner offers it (runners seen within lease_s=" +
+                             fmt::format("{:g}", cfg_.lease_s) + "s)";
+    if (state == RunState::Queued) {
+      reject(view, none);
+      return;
+    }
+    // Claimed or running by a runner that has the preset: its job, until the lease expires (or
+    // at once when it is this runner's own claim from before a restart with another catalog).
+    const double unchanged_s = std::chrono::duration<double>(clock_type::now() - t.first_seen).count();
+    const bool own_stale = view.status->runner_id == cfg_.runner_id && !active_refs_.count(view.ref);
+    if (own_stale || unchanged_s >= cfg_.lease_s) {
+      publish_terminal_without_run(view, RunState::InfraError,
+                                   "lease of runner " + bridge::printable(view.status->runner_id, 128) +
+                                       " expired and " + none,
+                                   view.status->claim_gen + 1);
+    }
     return;
   }
 
@@ -376,7 +403,54 @@ void Agent::flush_spool() {
   }
 }
 
-Result<std::map<std::string, std::string>> Agent::fetch_isolated(const std::vector<std::string>& refs) {
+void Agent::observe_peers(const std::vector<bridge::RemoteRef>& refs) {
+  const auto now = clock_type::now();
+  std::set<std::string> present;
+  std::vector<std::string> moved;
+  for (const auto& r : refs) {
+    if (!bridge::is_runner_branch(r.name) || r.name == beat_.ref()) continue;
+    present.insert(r.name);
+    auto it = peers_.find(r.name);
+    if (it != peers_.end() && it->second.oid == r.oid) continue;
+    peers_[r.name] = Peer{r.oid, now, std::nullopt};
+    moved.push_back(r.name);
+  }
+  std::erase_if(peers_, [&](const auto& kv) { return !present.count(kv.first); });
+  if (moved.empty()) return;
+  auto fetched = bus_->fetch(moved);
+  if (!fetched.ok()) {
+    spdlog::debug("cannot fetch {} runner branch(es): {}", moved.size(), fetched.error().str());
+    return;  // read again when they move next
+  }
+  for (const auto& [ref, oid] : *fetched) {
+    auto it = peers_.find(ref);
+    if (it == peers_.end() || it->second.oid != oid) continue;
+    auto text = bus_->read_file(oid, bridge::kRunnerDocFile, bridge::kMaxRunnerDocBytes);
+    auto doc = !text.ok()            ? Result<bridge::RunnerDoc>(text.error())
+               : !text->has_value() ? Result<bridge::RunnerDoc>(make_error(errc::kNotFound, "no runner.json"))
+                                    : bridge::parse_runner_doc(**text);
+    if (doc.ok()) {
+      it->second.doc = std::move(doc).value();
+    } else {
+      spdlog::debug("{}: runner.json unreadable: {}", shown(ref), doc.error().str());
+    }
+  }
+}
+
+std::vector<std::string> Agent::live_runners_offering(const std::string& preset) const {
+  std::vector<std::string> out;
+  const auto now = clock_type::now();
+  for (const auto& [ref, p] : peers_) {
+    const double age_s = std::chrono::duration<double>(now - p.first_seen).count();
+    if (!p.doc || age_s >= cfg_.lease_s || p.doc->state == "stopped") continue;
+    if (p.doc->offers(preset)) out.push_back(p.doc->id);
+  }
+  return out;
+}
+
+Result<std::map<std::string, std::string>> Agent::fetch_isolated(const std::map<std::string, std::string>& advertised) {
+  std::vector<std::string> refs;
+  for (const auto& [ref, oid] : advertised) refs.push_back(ref);
   auto all = bus_->fetch(refs);
   if (all.ok() || refs.size() == 1) return all;
   spdlog::warn("fetch of {} branches failed ({}); fetching them one by one", refs.size(), all.error().str());
@@ -391,6 +465,8 @@ Result<std::map<std::string, std::string>> Agent::fetch_isolated(const std::vect
     ++failed;
     spdlog::warn("{}: cannot fetch: {}", shown(ref), one.error().str());
     Tracked& t = tracked_[ref];
+    const std::string& oid = advertised.at(ref);
+    if (t.oid != oid) t = Tracked{oid, false, clock_type::now(), std::nullopt};
     t.unreadable = true;
     back_off(t);
   }
@@ -416,9 +492,11 @@ Result<PollStats> Agent::poll_once() {
   }
   beat_.observe(own_beat);
   beat_runner("serving", false);
+  observe_peers(refs);
   flush_spool();
   const auto now = clock_type::now();
-  std::vector<std::string> changed, unchanged, receipts;
+  std::map<std::string, std::string> changed;  // ref -> advertised oid
+  std::vector<std::string> unchanged, receipts;
   std::set<std::string> present;
   for (const auto& r : refs) {
     const std::string branch = std::string(bridge::strip_heads_prefix(r.name));
@@ -437,7 +515,7 @@ Result<PollStats> Agent::poll_once() {
           receipts.push_back(r.name);
           continue;
         }
-        changed.push_back(r.name);  // unreadable: fetch and read again
+        changed[r.name] = r.oid;  // unreadable: fetch and read again
         continue;
       }
       if (t.view) {
@@ -445,7 +523,7 @@ Result<PollStats> Agent::poll_once() {
         continue;
       }
     }
-    changed.push_back(r.name);
+    changed[r.name] = r.oid;
   }
   for (auto it = tracked_.begin(); it != tracked_.end();) {
     it = present.count(it->first) ? std::next(it) : tracked_.erase(it);  // branch deleted (gc)
@@ -465,7 +543,8 @@ Result<PollStats> Agent::poll_once() {
   if (changed.empty()) return stats;
   KAKEYA_ASSIGN_OR_RETURN(auto oids, fetch_isolated(changed));
   stats.fetched = static_cast<int>(oids.size());
-  for (const auto& ref : changed) {
+  for (const auto& entry : changed) {
+    const std::string& ref = entry.first;
     auto it = oids.find(ref);
     if (it == oids.end() || it->second.empty()) continue;
     try {
@@ -490,9 +569,9 @@ Result<PollStats> Agent::poll_guarded() {
   try {
     return poll_once();
   } catch (const std::exception& e) {
-    return make_error("internal", "poll failed with an exception: " + bridge::printable(e.what(), 512));
+    return make_error(errc::kInternal, "poll failed with an exception: " + bridge::printable(e.what(), 512));
   } catch (...) {
-    return make_error("internal", "poll failed with an unknown exception");
+    return make_error(errc::kInternal, "poll failed with an unknown exception");
   }
 }
 

@@ -12,6 +12,18 @@
 //                           `infra_error`). Our own runner id but no live job here -> a stale
 //                           claim from before a crash: resolved at once by the same rule.
 //   terminal             -> remembered; never looked at again while its tip is unchanged.
+// No content of any branch can stop the runner (issue 10): a branch whose files are the wrong
+// kind, oversized or unparsable gets exactly one `rejected` receipt naming the path, field or
+// value (runner/branch_view.h); a receipt (reject, cancel, give-up) is built once and, when its
+// push does not win, pushed again with back-off (1 s doubling to 5 min) without re-reading the
+// branch; a branch that cannot be fetched or read backs off the same way; an exception while
+// handling one branch is caught and logged there, and the poll itself runs behind a second wall.
+// Mixed fleets: the other runners' kakeya/runners/<id> branches say which presets each offers
+// (bridge/runner_doc.h). A runner is live while its branch has moved within lease_s (timed on
+// this runner's monotonic clock) and it has not published state "stopped". A request for a
+// preset this runner's catalog lacks is left alone while a live runner offers it, and rejected
+// (naming the preset) when none does; a claimed/running one whose lease expired ends
+// `infra_error` when no live runner offers its preset.
 // REQUIRES: one thread calls poll_once()/run_*; jobs run on their own threads.
 #include <atomic>
 #include <chrono>
@@ -28,6 +40,7 @@
 #include "bridge/catalog.h"
 #include "bridge/gitbus.h"
 #include "bridge/result.h"
+#include "bridge/runner_doc.h"
 #include "runner/config.h"
 #include "runner/job.h"
 #include "runner/runner_beat.h"
@@ -97,9 +110,11 @@ class Agent {
   // on its tip, else is retried with back-off (never every poll).
   void handle_unreadable(const std::string& ref, const std::string& oid, const Error& why);
   void back_off(Tracked& t);
-  // Fetches `refs` in one connection; if that fails, one by one, so that one bad branch cannot
-  // block the others. Returns ref -> oid of what was fetched; error only when nothing could be.
-  Result<std::map<std::string, std::string>> fetch_isolated(const std::vector<std::string>& refs);
+  // Fetches the refs of `advertised` (ref -> advertised oid) in one connection; if that fails,
+  // one by one, so that one bad branch cannot block the others (a branch that cannot be fetched
+  // backs off at its advertised oid). Returns ref -> oid of what was fetched; error only when
+  // nothing could be.
+  Result<std::map<std::string, std::string>> fetch_isolated(const std::map<std::string, std::string>& advertised);
   bool can_run(const bridge::PresetSpec& preset, std::string* why) const;
   bool start_job(JobRequest req);
   void reap();
@@ -120,7 +135,19 @@ class Agent {
   int job_counter_ = 0;
   int consecutive_errors_ = 0;
   bridge::AdvertisementStats last_adv_;  // to log advertisement limits when they change
-  RunnerBeat beat_{cfg_};
+  RunnerBeat beat_{cfg_, catalog_};
+
+  // Other runners, by runner branch ref: what their runner.json says and when its tip moved.
+  struct Peer {
+    std::string oid;
+    std::chrono::steady_clock::time_point first_seen;  // when this oid was first seen
+    std::optional<bridge::RunnerDoc> doc;              // nullopt: not read (yet), or unreadable
+  };
+  std::map<std::string, Peer> peers_;
+  // Records the runner branches of `refs` (not ours), fetching and reading the moved ones.
+  void observe_peers(const std::vector<bridge::RemoteRef>& refs);
+  // Ids of live runners (see above) whose runner.json lists `preset`.
+  std::vector<std::string> live_runners_offering(const std::string& preset) const;
 };
 
 }  // namespace kakeya::runner

@@ -58,7 +58,7 @@ Result<BranchView> fetch_branch_view(bridge::GitBus& bus, const std::string& ref
   KAKEYA_ASSIGN_OR_RETURN(auto oids, bus.fetch({ref}));
   auto it = oids.find(ref);
   if (it == oids.end() || it->second.empty()) {
-    return make_error("ref_gone", "request branch " + ref + " no longer exists on the remote");
+    return make_error(errc::kRefGone, "request branch " + ref + " no longer exists on the remote");
   }
   return read_branch_view(bus, ref, it->second);
 }
@@ -70,7 +70,7 @@ Result<std::string> make_runner_commit(bridge::GitBus& bus, const std::string& p
 }
 
 bridge::FileChange status_change(const bridge::RunStatus& status) {
-  return bridge::FileChange{std::string(bridge::kStatusPath), bridge::to_json_file(bridge::to_json(status))};
+  return bridge::FileChange{std::string(bridge::kStatusPath), bridge::status_json_text(status)};
 }
 
 }  // namespace kakeya::runner

@@ -14,6 +14,7 @@
 
 #include "bridge/gitbus.h"
 #include "bridge/result.h"
+#include "bridge/units.h"
 
 namespace kakeya::runner {
 
@@ -31,11 +32,11 @@ struct RunnerConfig {
   double heartbeat_s = 30;                                  // [0.05, lease_s)
   double lease_s = 300;                                     // (heartbeat_s, 604800]
   int max_jobs = 1;                                         // [1, 64]
-  std::vector<std::string> secret_env;                      // env names whose values are redacted
+  std::vector<std::string> secret_env;                      // env names (bridge/names.h) whose values are redacted
   std::size_t log_cap_bytes = 8u << 20;                     // [1 KiB, 1 GiB]; "8MiB" accepted
   double kill_grace_s = 10;                                 // SIGTERM -> SIGKILL, [0, 3600]
   double shutdown_grace_s = 600;                            // running jobs on shutdown, [0, 86400]
-  int git_timeout_s = 60;                                   // deadline of each git network op, [1, 3600]
+  int git_timeout_s = 60;                                   // deadline of each git network op, integer [1, 3600]
   double publish_retry_s = 120;                             // final publish retries before spooling, [0, 86400]
   std::vector<std::filesystem::path> tool_dirs{"/usr/local/bin", "/usr/bin", "/bin"};  // argv[0] lookup
   bridge::CommitAuthor identity{"kakeya-runner", "runner@kakeya.invalid"};  // runner commits
@@ -43,8 +44,9 @@ struct RunnerConfig {
   std::filesystem::path source_path;  // the file this was loaded from (absolute), for messages
 };
 
-// Reads and validates `path`. Errors: "io_error" (unreadable), "parse_error" (not YAML),
-// "unknown_key", "duplicate_key", "missing_key", "bad_type", "out_of_range", "bad_value".
+// Reads and validates `path` with the strict YAML reader (bridge/yaml_strict.h). Errors: "io"
+// (unreadable), "too_large", "parse_error" (not YAML), "unknown_key", "duplicate_key",
+// "missing_key", "bad_type", "out_of_range", "bad_value".
 Result<RunnerConfig> load_runner_config(const std::filesystem::path& path);
 
 // Same from text; `origin` names the file in messages and its directory anchors relative paths.
@@ -59,8 +61,7 @@ Result<std::filesystem::path> resolve_model(const RunnerConfig& config, const st
 Result<std::filesystem::path> resolve_model(const RunnerConfig& config, const std::string& role,
                                             const std::filesystem::path& home_dir);
 
-// Parses a byte size: a non-negative integer, optionally followed by B, KiB, MiB or GiB
-// (powers of 1024; one optional space), e.g. "8MiB", "512 KiB", "4096". Error: "bad_value".
-Result<std::size_t> parse_byte_size(std::string_view text);
+// Byte sizes such as log_cap_bytes ("8MiB"): bridge/units.h.
+using bridge::parse_byte_size;
 
 }  // namespace kakeya::runner

@@ -16,6 +16,8 @@
 #include "bridge/json_text.h"
 #include "bridge/layout.h"
 #include "bridge/limits.h"
+#include "bridge/report_envelope.h"
+#include "bridge/summary.h"
 #include "bridge/utf8.h"
 #include "bridge/version.h"
 #include "runner/job_log.h"
@@ -113,7 +115,7 @@ JobEnd Job::run() {
   if (!claimed_) return JobEnd::ClaimLost;  // nothing of ours on the branch: the next poll decides
   try {
     return finish(RunState::InfraError, "the runner failed while running this job (internal error: " + what + ")",
-                  nlohmann::json::object(), "");
+                  {}, std::nullopt, "");
   } catch (...) {
     // Nothing published: the claim stays ours and is resolved as a stale claim (takeover rule,
     // at most kMaxAttempts) by this runner's next poll.
@@ -205,8 +207,7 @@ JobEnd Job::run_unguarded() {
     }
   }
   if (!prep_error.empty()) {
-    return finish(RunState::InfraError, "runner could not prepare the job: " + prep_error,
-                  {{"argv", nlohmann::json::array()}}, "");
+    return finish(RunState::InfraError, "runner could not prepare the job: " + prep_error, {}, std::nullopt, "");
   }
 
   // 3. Announce `running` BEFORE the command starts: from here on a takeover must assume the
@@ -220,7 +221,7 @@ JobEnd Job::run_unguarded() {
     auto view = fetch_branch_view(*bus_, ref());
     if (view.ok() && view->cancel_requested && view->status && view->status->claim_gen == req_.claim_gen) {
       tip_ = view->tip;
-      return finish(RunState::Cancelled, "cancelled by client before the command started", {{"argv", argv}}, "");
+      return finish(RunState::Cancelled, "cancelled by client before the command started", argv, std::nullopt, "");
     }
     spdlog::warn("{}: lost the branch before starting; not running", shown_ref());
     return JobEnd::Fenced;
@@ -229,7 +230,7 @@ JobEnd Job::run_unguarded() {
   // 4. Execute: argv only, own process group, allow-listed environment, timeout enforced.
   auto log = JobLog::create(dir_ / "job.log", cfg_.log_cap_bytes, secret_values(cfg_));
   if (!log.ok()) {
-    return finish(RunState::InfraError, "cannot create job log: " + log.error().message, {{"argv", argv}}, "");
+    return finish(RunState::InfraError, "cannot create job log: " + log.error().message, argv, std::nullopt, "");
   }
   JobLog& jl = log.value();
   const std::string started_at = status_.started_at;
@@ -247,7 +248,7 @@ JobEnd Job::run_unguarded() {
   auto proc = Process::spawn(spec, [&jl](int, std::string_view data) { jl.write(data); });
   if (!proc.ok()) {
     jl.close();
-    return finish(RunState::Failed, "spawn failed: " + proc.error().message, {{"argv", argv}},
+    return finish(RunState::Failed, "spawn failed: " + proc.error().message, argv, std::nullopt,
                   read_file(jl.path()));
   }
   command_started_ = true;
@@ -319,14 +320,12 @@ JobEnd Job::run_unguarded() {
   }
 
   // 6. Results, gate verdict, summary.
-  nlohmann::json extra;
-  extra["argv"] = argv;
-  extra["exit_code"] = result.exit_code;
-  extra["term_signal"] = result.term_signal;
-  extra["seconds"] = result.seconds;
-  extra["started_at"] = started_at;
-  extra["log"] = {{"bytes_written", jl.bytes_written()}, {"bytes_dropped", jl.bytes_dropped()},
-                  {"truncated", jl.truncated()}, {"cap_bytes", cfg_.log_cap_bytes}};
+  bridge::CommandOutcome command;
+  command.exit_code = result.exit_code;
+  command.term_signal = result.term_signal;
+  command.duration_s = result.seconds;
+  command.started_at = started_at;
+  command.log = bridge::LogStats{jl.bytes_written(), jl.bytes_dropped(), jl.truncated(), cfg_.log_cap_bytes};
   RunState state;
   std::string reason;
   if (!result.started) {
@@ -346,28 +345,36 @@ JobEnd Job::run_unguarded() {
     reason = result.term_signal != 0 ? "killed by signal " + std::to_string(result.term_signal)
                                      : "exit code " + std::to_string(result.exit_code);
   }
-  return finish(state, reason, extra, read_file(jl.path()));
+  return finish(state, reason, argv, command, read_file(jl.path()));
 }
 
-JobEnd Job::finish(RunState state, const std::string& reason, const nlohmann::json& summary_extra,
-                   const std::string& log_text) {
+JobEnd Job::finish(RunState state, const std::string& reason, std::vector<std::string> argv,
+                   std::optional<bridge::CommandOutcome> command, const std::string& log_text) {
   const auto& preset = *req_.preset;
   const fs::path out_dir = dir_ / "out";
   std::vector<bridge::FileChange> changes;
 
+  bridge::ClaimedRun run;
+  run.preset = preset.name;
+  run.params = req_.params;
+  run.nonce = req_.manifest.nonce;
+  run.runner_labels = cfg_.labels;
+  run.claim_gen = status_.claim_gen;
+  run.attempt = status_.attempt;
+  run.argv = std::move(argv);
+  run.command = std::move(command);
+
   // Declared outputs only: nothing else under ${OUT} is committed.
-  nlohmann::json outputs = nlohmann::json::array();
-  nlohmann::json missing = nlohmann::json::array();
   for (const auto& rel : preset.outputs) {
     const fs::path f = out_dir / rel;
     std::error_code ec;
     if (!fs::is_regular_file(f, ec)) {
-      missing.push_back(rel);
+      run.missing_outputs.push_back(rel);
       continue;
     }
     const auto size = fs::file_size(f, ec);
     const bool committed = size <= kMaxResultBytes;
-    outputs.push_back({{"path", rel}, {"bytes", size}, {"committed", committed}});
+    run.outputs.push_back(bridge::OutputFile{rel, size, committed});
     if (committed) changes.push_back({std::string(bridge::kResultsDir) + rel, read_file(f)});
   }
 
@@ -376,23 +383,21 @@ JobEnd Job::finish(RunState state, const std::string& reason, const nlohmann::js
   if (preset.gate.empty()) gate["note"] = "preset declares no evidence rules";
   if (state == RunState::Succeeded) {
     for (const auto& [rel, rules] : preset.gate) {
+      auto refused = [&rel](const char* code, const std::string& message) {
+        return nlohmann::json{{"passed", false},
+                              {"evidence_violations", {{{"code", code}, {"message", message}, {"path", rel}}}}};
+      };
       nlohmann::json verdict;
       std::error_code ec;
       const fs::path f = out_dir / rel;
       if (!fs::is_regular_file(f, ec)) {
-        verdict = {{"passed", false},
-                   {"evidence_violations", {{{"code", "REPORT_MISSING"}, {"message", "declared report " + rel + " was not written"}, {"path", rel}}}}};
+        verdict = refused("REPORT_MISSING", "declared report " + rel + " was not written");
+      } else if (auto parsed = bridge::parse_json_strict(read_file(f)); !parsed.ok()) {
+        verdict = refused("REPORT_INVALID", "report " + rel + " is not valid JSON: " + parsed.error().message);
+      } else if (auto envelope = bridge::read_report_envelope(*parsed); !envelope.ok()) {
+        verdict = refused("REPORT_INVALID", "report " + rel + " has no valid report envelope: " + envelope.error().message);
       } else {
-        // Job output is input data: strict, depth-limited parsing (bridge/json_strict.h).
-        auto parsed = bridge::parse_json_strict(read_file(f));
-        if (!parsed.ok()) {
-          verdict = {{"passed", false},
-                     {"evidence_violations", {{{"code", "REPORT_INVALID"},
-                                               {"message", "report " + rel + " is not valid JSON: " + parsed.error().message},
-                                               {"path", rel}}}}};
-        } else {
-          verdict = bridge::evaluate_gate(parsed.value(), rules).to_json();
-        }
+        verdict = bridge::evaluate_gate(*parsed, rules).to_json();
       }
       if (!verdict.value("passed", false)) gate["passed"] = false;
       gate["reports"][rel] = verdict;
@@ -411,26 +416,18 @@ JobEnd Job::finish(RunState state, const std::string& reason, const nlohmann::js
   // job.log is well-formed UTF-8 (LogFilter); its tail starts on a character boundary.
   st.log_tail = std::string(bridge::utf8_tail(log_text, kHeartbeatTailBytes));
 
-  nlohmann::json summary = summary_extra;
-  summary["schema_version"] = 1;
-  summary["state"] = bridge::to_string(state);
-  summary["reason"] = st.reason;
-  summary["preset"] = preset.name;
-  summary["params"] = req_.params;
-  summary["nonce"] = req_.manifest.nonce;
-  summary["runner_id"] = cfg_.runner_id;
-  summary["runner_labels"] = cfg_.labels;
-  summary["claim_gen"] = status_.claim_gen;
-  summary["attempt"] = status_.attempt;
-  summary["request_commit"] = req_.view.tip;
-  summary["engine_version"] = engine_version();
-  summary["finished_at"] = st.updated_at;
-  summary["outputs"] = outputs;
-  summary["missing_outputs"] = missing;
-  summary["gate_passed"] = gate["passed"];
+  if (gate["passed"].is_boolean()) run.gate_passed = gate["passed"].get<bool>();
+  bridge::RunSummary summary;
+  summary.state = state;
+  summary.reason = st.reason;
+  summary.runner_id = cfg_.runner_id;
+  summary.request_commit = req_.view.tip;
+  summary.finished_at = st.updated_at;
+  summary.engine_version = engine_version();
+  summary.run = std::move(run);
 
   changes.push_back(status_change(st));
-  changes.push_back({std::string(bridge::kSummaryPath), bridge::to_json_file(summary)});
+  changes.push_back({std::string(bridge::kSummaryPath), bridge::summary_json_text(summary)});
   changes.push_back({std::string(bridge::kLogsDir) + "job.log", log_text});
   changes.push_back({std::string(bridge::kGatePath), bridge::to_json_file(gate)});
 

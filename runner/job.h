@@ -10,7 +10,9 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +20,7 @@
 #include "bridge/gitbus.h"
 #include "bridge/request.h"
 #include "bridge/run_state.h"
+#include "bridge/summary.h"
 #include "runner/branch_view.h"
 #include "runner/config.h"
 
@@ -64,8 +67,10 @@ class Job {
   JobEnd run_unguarded();
   std::string shown_ref() const;  // the branch for log lines (escaped)
   bool push_status(bridge::RunStatus st, const std::string& what);
-  JobEnd finish(bridge::RunState state, const std::string& reason, const nlohmann::json& summary_extra,
-                const std::string& log_text);
+  // The final commit: status, summary (argv and, when the command was started, its outcome),
+  // logs, declared results and the gate verdict.
+  JobEnd finish(bridge::RunState state, const std::string& reason, std::vector<std::string> argv,
+                std::optional<bridge::CommandOutcome> command, const std::string& log_text);
 
   const RunnerConfig& cfg_;
   JobRequest req_;

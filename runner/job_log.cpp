@@ -40,7 +40,7 @@ struct JobLog::State {
       const ssize_t n = ::write(fd, data.data(), data.size());
       if (n < 0) {
         if (errno == EINTR) continue;
-        error = make_error("io_error", "write " + path.string() + ": " + std::strerror(errno));
+        error = make_error(errc::kIo, "write " + path.string() + ": " + std::strerror(errno));
         return;
       }
       data.remove_prefix(static_cast<std::size_t>(n));
@@ -79,9 +79,9 @@ JobLog::~JobLog() { close(); }
 
 Result<JobLog> JobLog::create(const std::filesystem::path& path, std::size_t cap_bytes,
                               std::vector<std::string> secrets) {
-  if (cap_bytes == 0) return make_error("bad_value", "log cap_bytes must be > 0, got 0");
+  if (cap_bytes == 0) return make_error(errc::kBadValue, "log cap_bytes must be > 0, got 0");
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-  if (fd < 0) return make_error("io_error", "open " + path.string() + ": " + std::strerror(errno));
+  if (fd < 0) return make_error(errc::kIo, "open " + path.string() + ": " + std::strerror(errno));
   auto st = std::make_unique<State>();
   st->path = path;
   st->cap = cap_bytes;
@@ -140,7 +140,7 @@ void JobLog::close() {
   s_->filter->flush();
   s_->closed = true;
   if (s_->fd >= 0 && ::close(s_->fd) != 0 && !s_->error.has_value()) {
-    s_->error = make_error("io_error", "close " + s_->path.string() + ": " + std::strerror(errno));
+    s_->error = make_error(errc::kIo, "close " + s_->path.string() + ": " + std::strerror(errno));
   }
   s_->fd = -1;
 }

@@ -32,7 +32,7 @@ class JobLog {
 
   // Creates (truncating) `path` with mode 0640. `cap_bytes` must be > 0. Secrets shorter than
   // kMinSecretLen are not redacted (see ignored_secrets()).
-  // Errors: "bad_value" (cap 0), "io_error" (open failed; message names the path and errno).
+  // Errors: "bad_value" (cap 0), "io" (open failed; message names the path and errno).
   static Result<JobLog> create(const std::filesystem::path& path, std::size_t cap_bytes,
                                std::vector<std::string> secrets);
 

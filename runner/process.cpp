@@ -16,6 +16,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "bridge/names.h"
+
 extern char** environ;
 
 namespace kakeya::runner {
@@ -47,10 +49,6 @@ int lift_fd(int fd) {
 }
 
 bool has_nul(std::string_view s) { return s.find('\0') != std::string_view::npos; }
-
-bool valid_env_name(std::string_view name) {
-  return !name.empty() && name.find('=') == std::string_view::npos && !has_nul(name);
-}
 
 std::chrono::nanoseconds to_duration(double seconds) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(seconds));
@@ -109,23 +107,25 @@ int open_pidfd(pid_t pid) {
 
 Result<std::unique_ptr<Process>> Process::spawn(const ProcessSpec& spec, OutputCallback on_output) {
   // ---- validate (before anything is created) ----
-  if (spec.argv.empty()) return make_error("bad_value", "process argv is empty");
+  if (spec.argv.empty()) return make_error(errc::kBadValue, "process argv is empty");
   const std::string& prog = spec.argv[0];
   if (prog.empty() || prog[0] != '/') {
-    return make_error("bad_value", "argv[0] '" + prog +
+    return make_error(errc::kBadValue, "argv[0] '" + prog +
                                        "' is not an absolute path (resolve it with resolve_program)");
   }
   for (std::size_t i = 0; i < spec.argv.size(); ++i) {
-    if (has_nul(spec.argv[i])) return make_error("bad_value", "argv[" + std::to_string(i) + "] contains a NUL byte");
+    if (has_nul(spec.argv[i])) return make_error(errc::kBadValue, "argv[" + std::to_string(i) + "] contains a NUL byte");
   }
   for (const auto& [k, v] : spec.env) {
-    if (!valid_env_name(k)) return make_error("bad_value", "environment name '" + k + "' is invalid");
-    if (has_nul(v)) return make_error("bad_value", "environment value of " + k + " contains a NUL byte");
+    if (!bridge::is_env_name(k)) {
+      return make_error(errc::kBadValue, "environment name '" + k + "' does not match " + std::string(bridge::kEnvNamePattern));
+    }
+    if (has_nul(v)) return make_error(errc::kBadValue, "environment value of " + k + " contains a NUL byte");
   }
-  if (has_nul(spec.cwd.native())) return make_error("bad_value", "cwd contains a NUL byte");
-  if (std::isnan(spec.timeout_s)) return make_error("bad_value", "timeout_s is NaN");
+  if (has_nul(spec.cwd.native())) return make_error(errc::kBadValue, "cwd contains a NUL byte");
+  if (std::isnan(spec.timeout_s)) return make_error(errc::kBadValue, "timeout_s is NaN");
   if (!(spec.kill_grace_s >= 0) || !std::isfinite(spec.kill_grace_s)) {
-    return make_error("bad_value", "kill_grace_s must be a finite number >= 0, got " +
+    return make_error(errc::kBadValue, "kill_grace_s must be a finite number >= 0, got " +
                                        std::to_string(spec.kill_grace_s));
   }
 
@@ -158,7 +158,7 @@ Result<std::unique_ptr<Process>> Process::spawn(const ProcessSpec& spec, OutputC
       (devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
     const std::string why = std::strerror(errno);
     cleanup();
-    return make_error("io_error", "creating pipes for " + prog + ": " + why);
+    return make_error(errc::kIo, "creating pipes for " + prog + ": " + why);
   }
   for (int* fd : {&out_p[0], &out_p[1], &err_p[0], &err_p[1], &rep_p[0], &rep_p[1], &devnull}) {
     *fd = lift_fd(*fd);
@@ -177,7 +177,7 @@ Result<std::unique_ptr<Process>> Process::spawn(const ProcessSpec& spec, OutputC
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (pid < 0) {
     cleanup();
-    return make_error("io_error", "fork for " + prog + ": " + std::strerror(fork_errno));
+    return make_error(errc::kIo, "fork for " + prog + ": " + std::strerror(fork_errno));
   }
   ::setpgid(pid, pid);  // also done by the child; whichever runs first wins, errors are benign
   close_fd(out_p[1]);
@@ -381,7 +381,7 @@ Process::~Process() {
 Result<std::filesystem::path> resolve_program(const std::string& name,
                                               const std::vector<std::filesystem::path>& search_dirs) {
   if (name.empty() || name == "." || name == ".." || has_nul(name)) {
-    return make_error("bad_value", "program name '" + name + "' is invalid");
+    return make_error(errc::kBadValue, "program name '" + name + "' is invalid");
   }
   auto is_executable_file = [](const std::filesystem::path& p) {
     struct stat st;
@@ -389,10 +389,10 @@ Result<std::filesystem::path> resolve_program(const std::string& name,
   };
   if (name.find('/') != std::string::npos) {
     if (name[0] != '/') {
-      return make_error("bad_value", "program path '" + name + "' must be absolute or a bare name");
+      return make_error(errc::kBadValue, "program path '" + name + "' must be absolute or a bare name");
     }
     if (!is_executable_file(name)) {
-      return make_error("not_found", "program '" + name + "' is not an executable file");
+      return make_error(errc::kNotFound, "program '" + name + "' is not an executable file");
     }
     return std::filesystem::path(name);
   }
@@ -403,7 +403,7 @@ Result<std::filesystem::path> resolve_program(const std::string& name,
     const std::filesystem::path candidate = dir / name;
     if (is_executable_file(candidate)) return candidate;
   }
-  return make_error("not_found", "program '" + name + "' not found in tool dirs [" + searched + "]");
+  return make_error(errc::kNotFound, "program '" + name + "' not found in tool dirs [" + searched + "]");
 }
 
 std::filesystem::path self_exe_dir() {
@@ -417,7 +417,7 @@ std::map<std::string, std::string> current_environment() {
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     const std::string_view kv(*e);
     const std::size_t eq = kv.find('=');
-    if (eq == std::string_view::npos || eq == 0) continue;
+    if (eq == std::string_view::npos || !bridge::is_env_name(kv.substr(0, eq))) continue;
     env.emplace(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
   }
   return env;
@@ -437,10 +437,10 @@ std::map<std::string, std::string> build_job_environment_from(
   copy("HOME");
   copy("LANG");
   for (const std::string& name : allowed_names) {
-    if (valid_env_name(name)) copy(name);
+    if (bridge::is_env_name(name)) copy(name);
   }
   for (const auto& [k, v] : kakeya_vars) {
-    if (k.rfind("KAKEYA_", 0) == 0 && valid_env_name(k)) env[k] = v;
+    if (k.rfind("KAKEYA_", 0) == 0 && bridge::is_env_name(k)) env[k] = v;
   }
   return env;
 }

@@ -63,9 +63,10 @@ using OutputCallback = std::function<void(int stream, std::string_view data)>;
 class Process {
  public:
   // Validates the spec and starts the child. Errors (nothing was started): "bad_value"
-  // (empty argv, relative argv[0], NUL bytes, bad env name, bad timeout/grace), "io_error"
-  // (pipe/fork failed). An exec failure is NOT an error here: the returned Process is
-  // already finished and wait() reports started = false with spawn_error.
+  // (empty argv, relative argv[0], NUL bytes, an env name that is not bridge/names.h
+  // is_env_name, bad timeout/grace), "io" (pipe/fork failed). An exec failure is NOT an
+  // error here: the returned Process is already finished and wait() reports started = false
+  // with spawn_error.
   static Result<std::unique_ptr<Process>> spawn(const ProcessSpec& spec, OutputCallback on_output);
 
   // Stops a running job if it has not finished yet: cancel(), then wait().
@@ -113,7 +114,9 @@ Result<std::filesystem::path> resolve_program(const std::string& name,
 // engine; empty when unreadable.
 std::filesystem::path self_exe_dir();
 
-// The runner's environment (environ) as a map.
+// The runner's environment (environ) as a map, without the names that are not is_env_name
+// (bridge/names.h): lower-case names such as http_proxy and exported shell functions are never
+// passed on.
 std::map<std::string, std::string> current_environment();
 
 // The complete environment of a job. Contains only:

@@ -34,7 +34,7 @@ PublishOutcome publish_final(bridge::GitBus& bus, FinalPublish& p, const bridge:
       if (pushed.ok()) {
         // CAS lost: refetch. Re-apply on the new tip only if it still carries our claim.
         auto view = fetch_branch_view(bus, p.ref);
-        if (!view.ok() && view.error().code == "ref_gone") return PublishOutcome::Gone;
+        if (!view.ok() && view.error().code == errc::kRefGone) return PublishOutcome::Gone;
         if (view.ok()) {
           const auto& st = view->status;
           if (!st || st->claim_gen != p.claim_gen || st->runner_id != p.runner_id) {
@@ -64,7 +64,7 @@ PublishOutcome publish_final(bridge::GitBus& bus, FinalPublish& p, const bridge:
 Status spool_write(const fs::path& dir, const FinalPublish& p) {
   std::error_code ec;
   fs::create_directories(dir / "files", ec);
-  if (ec) return make_error("spool_io", "cannot create " + dir.string() + ": " + ec.message());
+  if (ec) return make_error(errc::kIo, "cannot create " + dir.string() + ": " + ec.message());
   nlohmann::json meta{{"ref", p.ref}, {"runner_id", p.runner_id}, {"claim_gen", p.claim_gen},
                       {"tip", p.tip}, {"what", p.what}, {"files", nlohmann::json::array()}};
   for (const auto& c : p.changes) {
@@ -73,23 +73,23 @@ Status spool_write(const fs::path& dir, const FinalPublish& p) {
     fs::create_directories(f.parent_path(), ec);
     std::ofstream out(f, std::ios::binary);
     out.write(c.content->data(), static_cast<std::streamsize>(c.content->size()));
-    if (!out) return make_error("spool_io", "cannot write " + f.string());
+    if (!out) return make_error(errc::kIo, "cannot write " + f.string());
     meta["files"].push_back(c.path);
   }
   const fs::path tmp = dir / "meta.json.tmp";
   {
     std::ofstream out(tmp);
     out << bridge::to_json_file(meta);
-    if (!out) return make_error("spool_io", "cannot write " + tmp.string());
+    if (!out) return make_error(errc::kIo, "cannot write " + tmp.string());
   }
   fs::rename(tmp, dir / "meta.json", ec);  // meta.json appears last: a complete spool entry
-  if (ec) return make_error("spool_io", "cannot rename " + tmp.string() + ": " + ec.message());
+  if (ec) return make_error(errc::kIo, "cannot rename " + tmp.string() + ": " + ec.message());
   return ok_status();
 }
 
 Result<FinalPublish> spool_read(const fs::path& dir) {
   std::ifstream in(dir / "meta.json");
-  if (!in) return make_error("spool_io", "no meta.json in " + dir.string());
+  if (!in) return make_error(errc::kIo, "no meta.json in " + dir.string());
   nlohmann::json meta;
   try {
     in >> meta;
@@ -102,14 +102,14 @@ Result<FinalPublish> spool_read(const fs::path& dir) {
     for (const auto& f : meta.at("files")) {
       const std::string path = f.get<std::string>();
       std::ifstream fin(dir / "files" / path, std::ios::binary);
-      if (!fin) return make_error("spool_io", "spooled file missing: " + (dir / "files" / path).string());
+      if (!fin) return make_error(errc::kIo, "spooled file missing: " + (dir / "files" / path).string());
       std::ostringstream ss;
       ss << fin.rdbuf();
       p.changes.push_back({path, ss.str()});
     }
     return p;
   } catch (const std::exception& e) {
-    return make_error("spool_io", "bad spool meta.json in " + dir.string() + ": " + e.what());
+    return make_error(errc::kIo, "bad spool meta.json in " + dir.string() + ": " + e.what());
   }
 }
 

@@ -8,15 +8,26 @@
 
 namespace kakeya::runner {
 
-nlohmann::json runner_document(const RunnerConfig& cfg, const std::vector<std::string>& running,
-                               const std::string& state) {
-  return {{"schema_version", 1},        {"id", cfg.runner_id},   {"labels", cfg.labels},
-          {"version", engine_version()}, {"max_jobs", cfg.max_jobs}, {"running", running},
-          {"state", state},             {"heartbeat_s", cfg.heartbeat_s}, {"updated_at", bridge::now_rfc3339()}};
+bridge::RunnerDoc runner_document(const RunnerConfig& cfg, const bridge::PresetCatalog& catalog,
+                                  const std::vector<std::string>& running, const std::string& state) {
+  bridge::RunnerDoc d;
+  d.id = cfg.runner_id;
+  d.labels = cfg.labels;
+  d.version = engine_version();
+  d.max_jobs = cfg.max_jobs;
+  d.running = running;
+  d.state = state;
+  d.heartbeat_s = cfg.heartbeat_s;
+  d.updated_at = bridge::now_rfc3339();
+  for (const auto& p : catalog.presets()) d.presets.push_back(p.name);
+  d.catalog_digest = bridge::catalog_digest(catalog);
+  return d;
 }
 
-RunnerBeat::RunnerBeat(const RunnerConfig& cfg)
-    : cfg_(cfg), ref_("refs/heads/" + bridge::runner_branch_name(cfg.runner_id)) {}
+RunnerBeat::RunnerBeat(const RunnerConfig& cfg, const bridge::PresetCatalog& catalog)
+    : cfg_(cfg),
+      catalog_(catalog),
+      ref_("refs/heads/" + bridge::runner_branch_name(cfg.runner_id)) {}
 
 void RunnerBeat::observe(std::optional<std::string> advertised_oid) { remote_ = std::move(advertised_oid); }
 
@@ -26,20 +37,20 @@ bool RunnerBeat::due() const {
 }
 
 Status RunnerBeat::publish(bridge::GitBus& bus, const std::vector<std::string>& running, const std::string& state) {
-  const std::string text = bridge::to_json_file(runner_document(cfg_, running, state));
+  const std::string text = bridge::to_json_file(bridge::to_json(runner_document(cfg_, catalog_, running, state)));
   const std::string msg = "runner " + cfg_.runner_id + " " + state + " [skip ci]";
   const bool extend = remote_ && !last_.empty() && *remote_ == last_ && depth_ < kMaxBeatDepth;
   std::optional<std::string> parent;
   if (extend) parent = last_;
   KAKEYA_ASSIGN_OR_RETURN(std::string commit,
-                          bus.make_commit(parent, parent, {{kRunnerFile, text}}, msg, runner_author(cfg_)));
+                          bus.make_commit(parent, parent, {{bridge::kRunnerDocFile, text}}, msg, runner_author(cfg_)));
   if (!extend && remote_) {
     // Bounded history: drop the old chain (CAS on what we saw), then create a parentless one.
     KAKEYA_ASSIGN_OR_RETURN(auto del, bus.delete_cas(ref_, *remote_));
     if (del != bridge::PushOutcome::Won) {
       remote_.reset();
       last_.clear();
-      return make_error("beat_lost", "runner branch " + ref_ + " moved under us (another runner with id '" +
+      return make_error(errc::kBeatLost, "runner branch " + ref_ + " moved under us (another runner with id '" +
                                          cfg_.runner_id + "'?)");
     }
     remote_.reset();
@@ -47,7 +58,7 @@ Status RunnerBeat::publish(bridge::GitBus& bus, const std::vector<std::string>& 
   KAKEYA_ASSIGN_OR_RETURN(auto pushed, bus.push_cas(ref_, commit, extend ? parent : std::nullopt));
   if (pushed != bridge::PushOutcome::Won) {
     last_.clear();
-    return make_error("beat_lost", "runner branch " + ref_ + " moved under us (another runner with id '" +
+    return make_error(errc::kBeatLost, "runner branch " + ref_ + " moved under us (another runner with id '" +
                                        cfg_.runner_id + "'?)");
   }
   depth_ = extend ? depth_ + 1 : 1;

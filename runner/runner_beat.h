@@ -6,9 +6,9 @@
 // not our own last beat, e.g. after a restart) the branch is deleted by CAS and re-created with a
 // parentless commit.
 //
-// runner.json: {"schema_version": 1, "id", "labels": [..], "version", "max_jobs",
-//   "running": [request branches, without refs/heads/], "state": "serving"|"draining"|"stopped",
-//   "heartbeat_s", "updated_at" (RFC 3339, the runner's clock)}.
+// runner.json is bridge::RunnerDoc (bridge/runner_doc.h): id, labels, version, max_jobs, running,
+// state, heartbeat_s, updated_at, and the presets of the installed catalog with its digest (what
+// other runners and `kakeya presets` read to know what this runner offers).
 #include <chrono>
 #include <optional>
 #include <string>
@@ -17,20 +17,23 @@
 #include <nlohmann/json.hpp>
 
 #include "bridge/gitbus.h"
+#include "bridge/catalog.h"
 #include "bridge/result.h"
+#include "bridge/runner_doc.h"
 #include "runner/config.h"
 
 namespace kakeya::runner {
 
 inline constexpr int kMaxBeatDepth = 20;
-inline constexpr const char* kRunnerFile = "runner.json";
 
-nlohmann::json runner_document(const RunnerConfig& cfg, const std::vector<std::string>& running,
-                               const std::string& state);
+// This runner's runner.json for its current jobs (`running`, request branches) and `state`.
+bridge::RunnerDoc runner_document(const RunnerConfig& cfg, const bridge::PresetCatalog& catalog,
+                                  const std::vector<std::string>& running, const std::string& state);
 
 class RunnerBeat {
  public:
-  explicit RunnerBeat(const RunnerConfig& cfg);
+  // REQUIRES: cfg and catalog outlive the RunnerBeat.
+  RunnerBeat(const RunnerConfig& cfg, const bridge::PresetCatalog& catalog);
 
   // The tip of our runner branch in the latest advertisement (nullopt = absent).
   void observe(std::optional<std::string> advertised_oid);
@@ -44,6 +47,7 @@ class RunnerBeat {
 
  private:
   const RunnerConfig& cfg_;
+  const bridge::PresetCatalog& catalog_;
   std::string ref_;
   std::optional<std::string> remote_;  // what the remote holds, as far as we know
   std::string last_;                   // our last pushed beat

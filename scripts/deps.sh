@@ -4,7 +4,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build pkg-config git
   libgit2-dev libpcre2-dev libcurl4-openssl-dev libssl-dev
-  nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libasio-dev libcli11-dev
+  nlohmann-json3-dev libvalijson-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libasio-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev
   libvulkan-dev mesa-vulkan-drivers vulkan-tools glslc

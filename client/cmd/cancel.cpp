@@ -1,6 +1,7 @@
 // kakeya cancel BRANCH|NONCE [--reason TEXT]
 #include <iostream>
 
+#include "bridge/utf8.h"
 #include "client/cancel.h"
 #include "client/cmd/commands.h"
 #include "client/output.h"
@@ -28,7 +29,7 @@ Command add_cancel(CLI::App& root, GlobalOptions& g) {
                           {"commit", out->commit.empty() ? nlohmann::json(nullptr) : nlohmann::json(out->commit)},
                           {"message", out->message}});
             } else {
-              std::cout << *branch << ": " << out->message << std::endl;
+              std::cout << bridge::printable(*branch) << ": " << out->message << std::endl;
             }
             return kExitOk;
           }};

@@ -1,6 +1,7 @@
 // kakeya fetch BRANCH|NONCE --dest DIR
 #include <iostream>
 
+#include "bridge/utf8.h"
 #include "client/cmd/commands.h"
 #include "client/output.h"
 #include "client/run_files.h"
@@ -22,7 +23,7 @@ Command add_fetch(CLI::App& root, GlobalOptions& g) {
             auto fetched = session->bus.fetch({head_ref(*branch)});
             if (!fetched.ok()) return fail(fetched.error());
             auto it = fetched->find(head_ref(*branch));
-            if (it == fetched->end()) return fail(make_error("not_found", "branch '" + *branch + "' disappeared"));
+            if (it == fetched->end()) return fail(make_error(errc::kNotFound, "branch '" + *branch + "' disappeared"));
             auto files = fetch_run_files(session->bus, it->second, *dest);
             if (!files.ok()) return fail(files.error());
             if (g.json) {
@@ -30,7 +31,7 @@ Command add_fetch(CLI::App& root, GlobalOptions& g) {
               for (const auto& f : *files) list.push_back(f.string());
               print_json({{"branch", *branch}, {"commit", it->second}, {"dest", dest->string()}, {"files", list}});
             } else {
-              for (const auto& f : *files) std::cout << f.string() << "\n";
+              for (const auto& f : *files) std::cout << bridge::printable(f.string()) << "\n";
               std::cout << std::flush;
             }
             return kExitOk;

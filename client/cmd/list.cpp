@@ -19,11 +19,11 @@ Command add_list(CLI::App& root, GlobalOptions& g) {
             std::optional<bridge::RunState> filter;
             if (!state->empty()) {
               filter = bridge::parse_run_state(*state);
-              if (!filter) return fail(make_error("bad_state", "--state '" + *state + "' is not a run state"));
+              if (!filter) return fail(make_error(errc::kBadState, "--state '" + *state + "' is not a run state"));
             }
             auto session = open_session(g);
             if (!session.ok()) return fail(session.error());
-            auto entries = list_requests(session->bus, session->ns, filter);
+            auto entries = list_requests(session->bus, session->prefix, filter);
             if (!entries.ok()) return fail(entries.error());
             if (g.json) {
               nlohmann::json arr = nlohmann::json::array();

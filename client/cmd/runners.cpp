@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "bridge/json_text.h"
+#include "bridge/units.h"
 #include "bridge/utf8.h"
 #include "client/cmd/commands.h"
 #include "client/fleet.h"
@@ -31,7 +32,7 @@ Command add_runners(CLI::App& root, GlobalOptions& g) {
   sub->add_option("--within", *within, "Only runners whose last heartbeat is at most this old (default 10m)");
   sub->add_flag("--all", *all, "Every runner branch, however old");
   return {sub, [&g, within, all]() {
-            auto limit = parse_duration_s(*within);
+            auto limit = bridge::parse_duration_s(*within);
             if (!limit.ok()) return report_error(limit.error(), kExitUsage);
             auto session = open_session(g);
             if (!session.ok()) return fail(session.error());

@@ -32,7 +32,8 @@ void print_human(const BranchSnapshot& s) {
   if (!st.started_at.empty()) std::cout << fmt::format("started:    {}\n", st.started_at);
   if (!st.progress.is_null()) std::cout << fmt::format("progress:   {}\n", p(bridge::to_json_text(st.progress)));
   if (s.cancel_requested && !bridge::is_terminal(st.state)) std::cout << "cancel:     requested\n";
-  if (bridge::is_terminal(st.state) && s.summary) std::cout << "summary:\n" << bridge::to_json_text(*s.summary, 2) << "\n";
+  if (bridge::is_terminal(st.state) && s.summary) std::cout << "summary:\n" << bridge::summary_json_text(*s.summary);
+  if (!s.summary_error.empty()) std::cout << fmt::format("summary:    unreadable ({})\n", p(s.summary_error));
 }
 
 }  // namespace
@@ -48,7 +49,7 @@ Command add_status(CLI::App& root, GlobalOptions& g) {
             if (!branch.ok()) return fail(branch.error());
             auto snap = fetch_snapshot(session->bus, *branch);
             if (!snap.ok()) return fail(snap.error());
-            if (!*snap) return fail(make_error("not_found", "branch '" + *branch + "' disappeared"));
+            if (!*snap) return fail(make_error(errc::kNotFound, "branch '" + *branch + "' disappeared"));
             if (g.json) {
               print_json(snapshot_to_json(**snap));
             } else {

@@ -5,6 +5,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -33,35 +34,28 @@ void rms_norm_row(const float* x, const float* w, int64_t n, float eps, float* y
   for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * scale) * w[i];
 }
 
-// GGML rope mode 0 on n_heads heads of head_dim with the angles of one position (rope_angles).
-void rope_row(float* x, int64_t n_heads, int64_t head_dim, int64_t rope_dim, const float* cache) {
+// Rotates the pairs of n_heads heads of head_dim values by the angles of `cache` (rope_cache).
+void rope_row(float* x, int64_t n_heads, int64_t head_dim, const RopeParams& p, const float* cache) {
+  // Element offsets of a pair: (2i, 2i + 1) in the normal layout, (i, i + n_dims/2) in NEOX.
+  const bool neox = p.layout == RopeLayout::kNeox;
+  const int64_t step = neox ? 1 : 2;
+  const int64_t second = neox ? p.n_dims / 2 : 1;
   for (int64_t h = 0; h < n_heads; ++h) {
     float* v = x + h * head_dim;
-    for (int64_t i0 = 0; i0 < rope_dim; i0 += 2) {
+    for (int64_t i0 = 0; i0 < p.n_dims; i0 += 2) {
       const float c = cache[i0];
       const float s = cache[i0 + 1];
-      const float x0 = v[i0];
-      const float x1 = v[i0 + 1];
-      v[i0] = x0 * c - x1 * s;
-      v[i0 + 1] = x0 * s + x1 * c;
+      float* a = v + (i0 / 2) * step;
+      const float x0 = a[0];
+      const float x1 = a[second];
+      a[0] = x0 * c - x1 * s;
+      a[second] = x0 * s + x1 * c;
     }
   }
 }
 
-bool matmul_type(GgmlType t) {
-  switch (t) {
-    case GgmlType::F32:
-    case GgmlType::F16:
-    case GgmlType::BF16:
-    case GgmlType::Q8_0:
-    case GgmlType::Q4_0:
-    case GgmlType::Q4_K:
-    case GgmlType::Q6_K:
-      return true;
-    default:
-      return false;
-  }
-}
+// Every type with dot-product kernels (engine/cpu/quant.h) runs the matmul paths.
+bool matmul_type(GgmlType t) { return has_dot_kernels(t); }
 
 }  // namespace
 
@@ -251,12 +245,16 @@ void CpuBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, cons
 void CpuBackend::rope(const Tensor& x, const RopeArgs& args, std::span<const int32_t> positions) {
   float* xs = f32(x);
   const size_t width = static_cast<size_t>(x.cols);
-  reserve_thread_f32(static_cast<size_t>(args.rope_dim));
+  const RopeParams& p = args.params;
+  const float theta_scale = rope_theta_scale(p);
+  const std::array<float, 2> corr = rope_yarn_corr_dims(p);
+  const float* ff = args.freq_factors != nullptr ? f32(*args.freq_factors) : nullptr;
+  reserve_thread_f32(static_cast<size_t>(p.n_dims));
   pool_.parallel_ranges(positions.size(), 1, [&](size_t a, size_t b, int thread) {
     float* cache = s_.thread_f32[static_cast<size_t>(thread)].data();
     for (size_t t = a; t < b; ++t) {
-      rope_angles(args, positions[t], cache);
-      rope_row(xs + t * width, args.n_heads, args.head_dim, args.rope_dim, cache);
+      rope_cache(p, ff, theta_scale, corr, positions[t], cache);
+      rope_row(xs + t * width, args.n_heads, args.head_dim, p, cache);
     }
   });
 }
@@ -277,6 +275,14 @@ void CpuBackend::add(const Tensor& x, const Tensor& y) {
   const float* b = f32(y);
   const size_t n = static_cast<size_t>(x.rows * x.cols);
   for (size_t i = 0; i < n; ++i) a[i] += b[i];
+}
+
+void CpuBackend::add_bias(const Tensor& x, const Tensor& bias) {
+  float* a = f32(x);
+  const float* b = f32(bias);
+  const size_t cols = static_cast<size_t>(x.cols);
+  for (size_t t = 0; t < static_cast<size_t>(x.rows); ++t)
+    for (size_t i = 0; i < cols; ++i) a[t * cols + i] += b[i];
 }
 
 void CpuBackend::read(const Tensor& src, std::span<float> dst) {

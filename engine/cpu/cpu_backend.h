@@ -132,6 +132,7 @@ class CpuBackend final : public Backend {
   void rope(const Tensor& x, const RopeArgs& args, std::span<const int32_t> positions) override;
   void swiglu(const Tensor& gate, const Tensor& up) override;
   void add(const Tensor& x, const Tensor& y) override;
+  void add_bias(const Tensor& x, const Tensor& bias) override;
   void attention(const Tensor& q, const AttentionArgs& args, const Tensor& out) override;
   void kv_store(KvBuffer& dst, size_t slot0, const Tensor& k, const Tensor& v, std::span<const int32_t> positions,
                 std::span<const size_t> heads, size_t head_dim) override;

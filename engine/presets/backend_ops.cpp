@@ -126,9 +126,10 @@ MatmulTol matmul_tolerance(GgmlType type) {
 
 Status matmul_cases(Table& t) {
   Rng rng(1);
-  const std::vector<std::pair<GgmlType, std::vector<int64_t>>> types = {
-      {GgmlType::F32, {32, 96}}, {GgmlType::F16, {32, 96}}, {GgmlType::BF16, {32, 96}}, {GgmlType::Q8_0, {32, 96}},
-      {GgmlType::Q4_0, {32, 96}}, {GgmlType::Q4_K, {256, 512}}, {GgmlType::Q6_K, {256, 512}}};
+  // Every storage type: rows of one block and of several.
+  std::vector<std::pair<GgmlType, std::vector<int64_t>>> types;
+  for (GgmlType type : ggml_storage_types())
+    types.push_back({type, ggml_block_size(type) == 256 ? std::vector<int64_t>{256, 512} : std::vector<int64_t>{32, 96}});
   for (const auto& [type, n_ins] : types) {
     const MatmulTol tol = matmul_tolerance(type);
     for (int64_t n_in : n_ins) {
@@ -178,8 +179,7 @@ Status matmul_cases(Table& t) {
 
 Status embed_cases(Table& t) {
   Rng rng(2);
-  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
-                        GgmlType::Q4_K, GgmlType::Q6_K}) {
+  for (GgmlType type : ggml_storage_types()) {
     const int64_t cols = ggml_block_size(type) == 256 ? 256 : 96, rows = 7;
     const auto bytes = random_rows(type, cols, rows, rng);
     const WeightMatrix w{"op.table", type, bytes.data(), cols, rows, ggml_row_bytes(type, cols)};
@@ -216,6 +216,65 @@ Status embed_cases(Table& t) {
   return ok_status();
 }
 
+// The RoPE variants of engine/rope.h: both layouts, partial rotation, frequency factors, linear
+// and YaRN scaling (with a magnitude), at positions far past any context.
+Status rope_cases(Table& t, Rng& rng) {
+  const std::vector<int32_t> positions = {0, 1, 17, 4095, 65000};
+  struct Variant {
+    const char* name;
+    RopeScaling scaling;
+    float freq_scale, ext_factor, attn_factor;
+    bool freq_factors;
+  };
+  const Variant variants[] = {{"plain", RopeScaling::kNone, 1.0f, 0.0f, 1.0f, false},
+                              {"freq_factors", RopeScaling::kNone, 1.0f, 0.0f, 1.0f, true},
+                              {"linear", RopeScaling::kLinear, 0.25f, 0.0f, 1.0f, false},
+                              {"yarn", RopeScaling::kYarn, 0.25f, 1.0f, 0.9f, false}};
+  for (RopeLayout layout : {RopeLayout::kNormal, RopeLayout::kNeox}) {
+    for (const Variant& var : variants) {
+      for (int64_t n_heads : {int64_t{1}, int64_t{3}}) {
+        for (int64_t hd : {int64_t{8}, int64_t{64}}) {
+          for (int64_t n_dims : {hd, hd / 2}) {
+            RopeParams p;
+            p.layout = layout;
+            p.n_dims = n_dims;
+            p.freq_base = 10000.0f;
+            p.freq_scale = var.freq_scale;
+            p.ext_factor = var.ext_factor;
+            p.attn_factor = var.attn_factor;
+            p.n_ctx_orig = 4096;
+            p.scaling = var.scaling;
+            RopeArgs args{n_heads, hd, p, nullptr};
+            std::vector<float> ff;
+            Tensor fft;
+            if (var.freq_factors) {
+              ff = rng.vec(static_cast<size_t>(n_dims / 2), 3.5f);
+              for (float& f : ff) f = 4.5f + f;  // factors in [1, 8), as Llama-3.1's
+              const WeightMatrix fm{"op.rope_freqs", GgmlType::F32, reinterpret_cast<const uint8_t*>(ff.data()),
+                                    n_dims / 2, 1, static_cast<size_t>(n_dims / 2) * sizeof(float)};
+              KAKEYA_ASSIGN_OR_RETURN(fft, t.weight(fm, WeightUse::kVector));
+              args.freq_factors = &fft;
+            }
+            const int64_t n = static_cast<int64_t>(positions.size()), cols = n_heads * hd;
+            const std::vector<float> x = rng.vec(static_cast<size_t>(n * cols));
+            KAKEYA_ASSIGN_OR_RETURN(Tensor xt, t.f32(n, cols, x));
+            t.backend().rope(xt, args, positions);
+            std::vector<float> want = x;
+            for (int64_t r = 0; r < n; ++r) {
+              reference::rope(want.data() + r * cols, n_heads, hd, p, var.freq_factors ? ff.data() : nullptr,
+                              positions[static_cast<size_t>(r)]);
+            }
+            t.add("rope", std::string(rope_layout_name(layout)) + "_" + var.name,
+                  dims({{"heads", n_heads}, {"head_dim", hd}, {"n_dims", n_dims}, {"max_pos", 65000}}), t.read(xt),
+                  want, 1e-10, 1e-4);
+          }
+        }
+      }
+    }
+  }
+  return ok_status();
+}
+
 Status elementwise_cases(Table& t) {
   Rng rng(3);
   for (int64_t rows : {int64_t{1}, int64_t{5}}) {
@@ -233,19 +292,19 @@ Status elementwise_cases(Table& t) {
       t.add("rms_norm", "f32", dims({{"rows", rows}, {"cols", cols}}), t.read(yt), want, 1e-10, 1e-4);
     }
   }
-  const std::vector<int32_t> positions = {0, 1, 17, 4095, 65000};
-  for (int64_t n_heads : {int64_t{1}, int64_t{3}}) {
-    for (int64_t hd : {int64_t{8}, int64_t{64}}) {
-      for (int64_t rope_dim : {hd, hd / 2}) {
-        const int64_t n = static_cast<int64_t>(positions.size()), cols = n_heads * hd;
-        const std::vector<float> x = rng.vec(static_cast<size_t>(n * cols));
-        KAKEYA_ASSIGN_OR_RETURN(Tensor xt, t.f32(n, cols, x));
-        t.backend().rope(xt, RopeArgs{n_heads, hd, rope_dim, 10000.0f}, positions);
-        std::vector<float> want = x;
-        for (int64_t r = 0; r < n; ++r) reference::rope(want.data() + r * cols, n_heads, hd, rope_dim, 10000.0f, positions[static_cast<size_t>(r)]);
-        t.add("rope", "f32", dims({{"heads", n_heads}, {"head_dim", hd}, {"rope_dim", rope_dim}, {"max_pos", 65000}}),
-              t.read(xt), want, 1e-10, 1e-4);
-      }
+  KAKEYA_TRY(rope_cases(t, rng));
+  for (int64_t rows : {int64_t{1}, int64_t{5}, int64_t{33}}) {
+    for (int64_t cols : {int64_t{67}, int64_t{256}}) {
+      const std::vector<float> x = rng.vec(static_cast<size_t>(rows * cols), 3.0f);
+      std::vector<float> b = rng.vec(static_cast<size_t>(cols));
+      const WeightMatrix bm{"op.bias", GgmlType::F32, reinterpret_cast<const uint8_t*>(b.data()), cols, 1,
+                            static_cast<size_t>(cols) * sizeof(float)};
+      KAKEYA_ASSIGN_OR_RETURN(Tensor bt, t.weight(bm, WeightUse::kVector));
+      KAKEYA_ASSIGN_OR_RETURN(Tensor xt, t.f32(rows, cols, x));
+      t.backend().add_bias(xt, bt);
+      std::vector<float> want = x;
+      for (int64_t r = 0; r < rows; ++r) reference::add_bias(want.data() + r * cols, b.data(), static_cast<size_t>(cols));
+      t.add("add_bias", "f32", dims({{"rows", rows}, {"cols", cols}}), t.read(xt), want, 0, 0);
     }
   }
   for (int64_t n : {int64_t{1}, int64_t{1000}, int64_t{40000}}) {

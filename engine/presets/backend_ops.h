@@ -8,7 +8,10 @@
 // Metrics per case: normalized MSE = Σ(got − want)² / Σ want² and max |got − want|. A case
 // passes when both are within its stated tolerance:
 //   embed, add, kv_store/kv_copy (f32), argmax, read        exact (0, 0)
+//   add_bias                                                 exact (0, 0)
 //   rms_norm, rope, swiglu                                   NMSE 1e-10, max |Δ| 1e-4
+//     (rope: normal and NEOX pairs × plain, frequency factors, linear and YaRN scaling, whole
+//     and partial rotation; its "type" names the variant, e.g. "neox_yarn")
 //   attention (any KV storage; references read its KV)      NMSE 1e-10, max |Δ| 1e-4
 //   kv_store of affine 8/4-bit storage                       exact against the host codec
 //   matmul vs f32 activations, double accumulation: the activation conversion of a backend's

@@ -86,8 +86,12 @@ Result<std::vector<float>> reference_logits(const LlamaModel& model, std::span<c
       reference::matvec(L.wq, xn.data(), q.data());
       reference::matvec(L.wk, xn.data(), k);
       reference::matvec(L.wv, xn.data(), v);
-      reference::rope(q.data(), hp.n_head, hp.head_dim, hp.rope_dim, hp.rope_freq_base, static_cast<int64_t>(t));
-      reference::rope(k, hp.n_head_kv, hp.head_dim, hp.rope_dim, hp.rope_freq_base, static_cast<int64_t>(t));
+      RopeParams rope;
+      rope.n_dims = hp.rope_dim;
+      rope.freq_base = hp.rope_freq_base;
+      rope.n_ctx_orig = hp.n_ctx_train;
+      reference::rope(q.data(), hp.n_head, hp.head_dim, rope, nullptr, static_cast<int64_t>(t));
+      reference::rope(k, hp.n_head_kv, hp.head_dim, rope, nullptr, static_cast<int64_t>(t));
       for (size_t h = 0; h < static_cast<size_t>(hp.n_head); ++h) {
         const size_t g = h / static_cast<size_t>(hp.n_gqa());
         // Causal: the slots of every position so far (no window).

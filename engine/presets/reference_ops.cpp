@@ -1,6 +1,7 @@
 #include "engine/presets/reference_ops.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "engine/cpu/quant.h"
@@ -39,19 +40,35 @@ void rms_norm(const float* x, const float* w, int64_t n, float eps, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * scale) * w[i];
 }
 
-void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t rope_dim, float freq_base, int64_t pos) {
-  const float theta_scale = std::pow(freq_base, -2.0f / static_cast<float>(rope_dim));
+void rope(float* x, int64_t n_heads, int64_t head_dim, const RopeParams& p, const float* freq_factors, int64_t pos) {
+  const float theta_scale = std::pow(p.freq_base, -2.0f / static_cast<float>(p.n_dims));
+  const std::array<float, 2> corr = rope_yarn_corr_dims(p);
+  const int64_t half = p.n_dims / 2;
   for (int64_t h = 0; h < n_heads; ++h) {
     float theta = static_cast<float>(pos);
     float* v = x + h * head_dim;
-    for (int64_t i = 0; i < rope_dim; i += 2) {
-      const float c = std::cos(theta), s = std::sin(theta);
-      const float x0 = v[i], x1 = v[i + 1];
-      v[i] = x0 * c - x1 * s;
-      v[i + 1] = x0 * s + x1 * c;
-      theta *= theta_scale;
+    for (int64_t i = 0; i < half; ++i, theta *= theta_scale) {
+      const float extrap = theta / (freq_factors != nullptr ? freq_factors[i] : 1.0f);
+      float angle = p.freq_scale * extrap;
+      float magnitude = p.attn_factor;
+      if (p.ext_factor != 0.0f) {
+        const float ramp = (1 - std::clamp((static_cast<float>(i) - corr[0]) / std::max(0.001f, corr[1] - corr[0]),
+                                           0.0f, 1.0f)) * p.ext_factor;
+        angle = angle * (1 - ramp) + extrap * ramp;
+        magnitude *= 1.0f + 0.1f * std::log(1.0f / p.freq_scale);
+      }
+      const float c = std::cos(angle) * magnitude, s = std::sin(angle) * magnitude;
+      float& x0 = p.layout == RopeLayout::kNeox ? v[i] : v[2 * i];
+      float& x1 = p.layout == RopeLayout::kNeox ? v[i + half] : v[2 * i + 1];
+      const float a = x0, b = x1;
+      x0 = a * c - b * s;
+      x1 = a * s + b * c;
     }
   }
+}
+
+void add_bias(float* x, const float* bias, size_t n) {
+  for (size_t i = 0; i < n; ++i) x[i] += bias[i];
 }
 
 void attention_head(const float* q, const KvSlots& slots, int32_t qpos, int64_t head_dim, float* out) {

@@ -1,6 +1,7 @@
 #include "engine/vulkan/vk_backend.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -8,6 +9,7 @@
 
 #include "engine/cpu/quant.h"
 #include "engine/kv_quant.h"
+#include "engine/rope.h"
 #include "engine/vulkan/vk_matmul_path.h"
 
 namespace kakeya::engine {
@@ -51,30 +53,32 @@ struct GpuKvView {
 };
 static_assert(sizeof(GpuKvView) == 48, "attention.comp's KvView layout");
 
-// The activation conversion of ggml-cpu's vec_dot_type for a weight type (quantize_act.comp).
+// The activation conversion of ggml-cpu's vec_dot_type for a weight type (quantize_act.comp):
+// 1 F16, 2 BF16, 3 Q8_0, 4 Q8_K, 5 Q8_1; 0 none (F32).
 uint32_t act_variant(GgmlType t) {
   switch (t) {
     case GgmlType::F16: return 1;
     case GgmlType::BF16: return 2;
     case GgmlType::Q8_0:
-    case GgmlType::Q4_0: return 3;
+    case GgmlType::Q4_0:
+    case GgmlType::Q5_0:
+    case GgmlType::IQ4_NL: return 3;
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
     case GgmlType::Q4_K:
-    case GgmlType::Q6_K: return 4;
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K:
+    case GgmlType::IQ4_XS: return 4;
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_1: return 5;
     default: return 0;
   }
 }
 
+// The weight types the shaders dequantize (dequant.glsl): every storage type.
 bool shader_type(GgmlType t) {
-  switch (t) {
-    case GgmlType::F32:
-    case GgmlType::F16:
-    case GgmlType::BF16:
-    case GgmlType::Q8_0:
-    case GgmlType::Q4_0:
-    case GgmlType::Q4_K:
-    case GgmlType::Q6_K: return true;
-    default: return false;
-  }
+  const auto types = ggml_storage_types();
+  return std::find(types.begin(), types.end(), t) != types.end();
 }
 
 size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
@@ -171,6 +175,7 @@ VulkanBackend::~VulkanBackend() {
 }
 
 void VulkanBackend::release(const VkAllocation& a) {
+  host_vectors_.erase(a.address());
   if (recording_) {
     pending_free_.push_back(a);
   } else {
@@ -340,7 +345,7 @@ Result<std::unique_ptr<KvBuffer>> VulkanBackend::alloc_kv(const KvRowFormat& for
 Status VulkanBackend::check_upload(const LlamaModel& model) {
   const LlamaHparams& hp = model.hparams();
   if (hp.head_dim > 256) {
-    return make_error("unsupported", "vulkan backend: head_dim " + std::to_string(hp.head_dim) +
+    return make_error("bad_shape", "vulkan backend: head_dim " + std::to_string(hp.head_dim) +
                                          " exceeds the attention shader's 256");
   }
   const LlamaWeights& W = model.weights();
@@ -390,6 +395,7 @@ Result<UploadedWeight> VulkanBackend::upload_weight(const WeightMatrix& w, Weigh
     for (int64_t r = 0; r < w.n_out; ++r) dequantize_row(w.type, w.row(r), f.data() + r * w.n_in, w.n_in);
     upload_bytes(a, reinterpret_cast<const uint8_t*>(f.data()), bytes);
     u.tensor = Tensor{u.buffer.get(), 0, GgmlType::F32, w.n_in, w.n_out};
+    host_vectors_[a.address()] = std::move(f);  // small; RoPE's frequency factors are read on the host
   } else {
     upload_bytes(a, w.data, bytes);
     u.tensor = Tensor{u.buffer.get(), 0, w.type, w.n_in, w.n_out};
@@ -429,16 +435,18 @@ void VulkanBackend::matmul(std::span<const MatmulOut> outs, const Tensor& x) {
   for (const MatmulOut& o : outs) {
     const Tensor& w = *o.w;
     const uint32_t mode = act_variant(w.type);
-    VkDeviceAddress xa = address(x);
+    VkDeviceAddress xa = address(x), sums = 0;
     if (mode != 0) {
-      const VkAllocation& s = scratch(act_scratch_, values * sizeof(float));
+      // [values] converted activations, then (Q8_1) one sum per block of 32.
+      const VkAllocation& s = scratch(act_scratch_, (values + values / 32) * sizeof(float));
+      sums = s.address() + values * sizeof(float);
       if (converted != mode) {
         copy(vk_buffer(x), static_cast<const VulkanBuffer*>(x.buffer)->allocation().offset + x.offset, s.buffer(),
              s.offset, values * sizeof(float));
         barrier();
-        const size_t count = mode <= 2 ? values : values / (mode == 3 ? 32 : 256);
+        const size_t count = mode <= 2 ? values : values / (mode == 4 ? 256 : 32);
         Push q;
-        q.addr(s.address()).u32(count);
+        q.addr(s.address()).addr(sums).u32(count);
         dispatch_items("quantize_act", mode, q.bytes(), count);
         converted = mode;
       }
@@ -446,7 +454,7 @@ void VulkanBackend::matmul(std::span<const MatmulOut> outs, const Tensor& x) {
     }
     const MatmulPath path = choose_matmul_path(caps(), n);
     Push p;
-    p.addr(address(w)).addr(xa).addr(address(o.y)).u32(w.cols).u32(w.rows).u32(w.row_bytes()).u32(o.y.cols);
+    p.addr(address(w)).addr(xa).addr(address(o.y)).addr(sums).u32(w.cols).u32(w.rows).u32(w.row_bytes()).u32(o.y.cols);
     if (path != MatmulPath::kMatvec) {
       p.u32(n);
       dispatch("matmul_tiled", static_cast<uint32_t>(w.type), p.bytes(), static_cast<uint32_t>((w.rows + 63) / 64),
@@ -466,32 +474,51 @@ void VulkanBackend::matmul(std::span<const MatmulOut> outs, const Tensor& x) {
 }
 
 void VulkanBackend::rope(const Tensor& x, const RopeArgs& args, std::span<const int32_t> positions) {
-  const bool same = rope_table_ != 0 && args.rope_dim == rope_args_.rope_dim && args.freq_base == rope_args_.freq_base &&
-                    std::equal(positions.begin(), positions.end(), rope_positions_.begin(), rope_positions_.end());
+  const RopeParams& rp = args.params;
+  const std::vector<float>* ff = nullptr;
+  if (args.freq_factors != nullptr) {
+    auto it = host_vectors_.find(address(*args.freq_factors));
+    if (it == host_vectors_.end()) fatal("rope: frequency factors that were not uploaded as a vector weight");
+    ff = &it->second;
+  }
+  const bool same = rope_table_ != 0 && rope_positions_ == std::vector<int32_t>(positions.begin(), positions.end()) &&
+                    std::memcmp(&rp, &rope_params_, sizeof rp) == 0 && ff == rope_factors_;
   if (!same) {
-    const size_t rd = static_cast<size_t>(args.rope_dim);
-    std::vector<float> table(positions.size() * rd);
-    for (size_t t = 0; t < positions.size(); ++t) rope_angles(args, positions[t], table.data() + t * rd);
+    const size_t nd = static_cast<size_t>(rp.n_dims);
+    std::vector<float> table(positions.size() * nd);
+    const float theta_scale = rope_theta_scale(rp);
+    const std::array<float, 2> corr = rope_yarn_corr_dims(rp);
+    for (size_t t = 0; t < positions.size(); ++t)
+      rope_cache(rp, ff ? ff->data() : nullptr, theta_scale, corr, positions[t], table.data() + t * nd);
     rope_table_ = upload(table.data(), table.size() * sizeof(float)).address();
     rope_positions_.assign(positions.begin(), positions.end());
-    rope_args_ = args;
+    rope_params_ = rp;
+    rope_factors_ = ff;
   }
   Push p;
-  p.addr(address(x)).addr(rope_table_).u32(args.n_heads).u32(args.head_dim).u32(args.rope_dim).u32(x.cols);
+  p.addr(address(x)).addr(rope_table_).u32(args.n_heads).u32(args.head_dim).u32(rp.n_dims).u32(x.cols);
+  p.u32(rp.layout == RopeLayout::kNeox ? 1 : 0);
   dispatch("rope", 0, p.bytes(), static_cast<uint32_t>(positions.size()));
+}
+
+void VulkanBackend::add_bias(const Tensor& x, const Tensor& bias) {
+  const size_t n = static_cast<size_t>(x.rows * x.cols);
+  Push p;
+  p.addr(address(x)).addr(address(bias)).u32(n).u32(x.cols);
+  dispatch_items("elementwise", 2, p.bytes(), n);
 }
 
 void VulkanBackend::swiglu(const Tensor& gate, const Tensor& up) {
   const size_t n = static_cast<size_t>(gate.rows * gate.cols);
   Push p;
-  p.addr(address(gate)).addr(address(up)).u32(n);
+  p.addr(address(gate)).addr(address(up)).u32(n).u32(n);
   dispatch_items("elementwise", 1, p.bytes(), n);
 }
 
 void VulkanBackend::add(const Tensor& x, const Tensor& y) {
   const size_t n = static_cast<size_t>(x.rows * x.cols);
   Push p;
-  p.addr(address(x)).addr(address(y)).u32(n);
+  p.addr(address(x)).addr(address(y)).u32(n).u32(n);
   dispatch_items("elementwise", 0, p.bytes(), n);
 }
 

@@ -10,7 +10,7 @@
 // readbacks are copied into a host-visible readback arena and handed to the caller's memory when
 // sync() returns. A buffer released while recorded ops use it is freed after the next sync().
 //
-// Weights are uploaded once, in their GGUF block layout (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K),
+// Weights are uploaded once, in their GGUF block layout (every storage type: ggml_storage_types()),
 // and dequantized inside the shaders. Norm weights are uploaded as F32.
 //
 // Arithmetic (what makes it agree with the CPU backend):
@@ -21,13 +21,15 @@
 //     shader computes each output exactly as for one token, so verify blocks give the logits of
 //     one-token passes bit for bit ("verify agrees with decode"); longer batches take the tiled
 //     shader (vk_matmul_path.h), the same products summed in another order.
-//   * RoPE rotates by angles the host computes with rope_angles (bit-identical to the CPU);
+//   * RoPE rotates by the cos/sin the host computes with rope_cache (engine/rope.h: every layout,
+//     frequency factors, YaRN), the CPU's own values, so RoPE is bit-identical to the CPU;
 //     embed and KV encoding are exact (correctly rounded division, no fused multiply-adds);
 //     RMSNorm sums squares and attention sums probabilities in f32 (the CPU: double).
 //   * attention: online softmax in chunks of the workgroup size (any context length).
 //
 // Not yet (issue 16): a cooperative-matrix shader (vk_matmul_path.h says why), fused ops,
 // device-side greedy acceptance, a flash-attention kernel for long prefill.
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -92,6 +94,7 @@ class VulkanBackend final : public Backend {
   void rope(const Tensor& x, const RopeArgs& args, std::span<const int32_t> positions) override;
   void swiglu(const Tensor& gate, const Tensor& up) override;
   void add(const Tensor& x, const Tensor& y) override;
+  void add_bias(const Tensor& x, const Tensor& bias) override;
   void attention(const Tensor& q, const AttentionArgs& args, const Tensor& out) override;
   void kv_store(KvBuffer& dst, size_t slot0, const Tensor& k, const Tensor& v, std::span<const int32_t> positions,
                 std::span<const size_t> heads, size_t head_dim) override;
@@ -141,8 +144,11 @@ class VulkanBackend final : public Backend {
   VkAllocation act_scratch_, kv_scratch_;
   // The RoPE angle table uploaded last in this submission, reused while positions repeat.
   std::vector<int32_t> rope_positions_;
-  RopeArgs rope_args_;
+  RopeParams rope_params_;
+  const std::vector<float>* rope_factors_ = nullptr;
   VkDeviceAddress rope_table_ = 0;
+  // Host copies of the vector weights (norms, biases, RoPE frequency factors) by device address.
+  std::map<VkDeviceAddress, std::vector<float>> host_vectors_;
 };
 
 // The factory behind open_backend("vulkan[:N]"): device `index` (-1 = the default device).

@@ -1,9 +1,12 @@
 #include "bridge/catalog.h"
 
+#include <algorithm>
+#include <set>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "bridge/error_codes.h"
 #include "tests/harness/paths.h"
 
 namespace kakeya::bridge {
@@ -40,10 +43,14 @@ PresetCatalog demo() {
   return std::move(r).value();
 }
 
+// Load errors carry the strict YAML reader's codes (bridge/yaml_strict.h).
 void expect_load_error(const std::string& yaml, std::initializer_list<std::string> needles) {
   auto r = PresetCatalog::load_string(yaml, "cat.yaml");
   ASSERT_FALSE(r.ok()) << "accepted:\n" << yaml;
-  EXPECT_EQ(r.error().code, "bad_catalog");
+  const ErrorCode reader_codes[] = {errc::kParseError, errc::kUnknownKey, errc::kDuplicateKey, errc::kMissingKey,
+                                     errc::kBadType,    errc::kOutOfRange, errc::kBadValue};
+  EXPECT_NE(std::find(std::begin(reader_codes), std::end(reader_codes), r.error().code), std::end(reader_codes))
+      << r.error().str();
   for (const auto& n : needles) {
     EXPECT_NE(r.error().message.find(n), std::string::npos) << "missing '" << n << "' in: " << r.error().message;
   }
@@ -114,6 +121,23 @@ TEST(Catalog, TopLevelErrors) {
   expect_load_error("version: 1\npresets: {a: 1}\n", {"presets", "list"});
   expect_load_error("- 1\n", {"mapping"});
   expect_load_error("version: 1\nenv_allowlist: [lower]\npresets: []\n", {"env_allowlist", "lower"});
+}
+
+TEST(Catalog, ErrorCodesNameTheKindOfProblem) {
+  auto code_of = [](const std::string& yaml) {
+    auto r = PresetCatalog::load_string(yaml, "cat.yaml");
+    return r.ok() ? std::string("ok") : std::string(r.error().code.str());
+  };
+  EXPECT_EQ(code_of("version: 1\npresets:\n  - name: [unclosed\n"), errc::kParseError);
+  EXPECT_EQ(code_of("version: 1\npresets: []\nextra: 1\n"), errc::kUnknownKey);
+  EXPECT_EQ(code_of("version: 1\nversion: 1\npresets: []\n"), errc::kDuplicateKey);
+  EXPECT_EQ(code_of("presets: []\n"), errc::kMissingKey);
+  EXPECT_EQ(code_of("version: \"1\"\npresets: []\n"), errc::kBadType);
+  EXPECT_EQ(code_of(demo_with("timeout_s: 300", "timeout_s: 0")), errc::kOutOfRange);
+  EXPECT_EQ(code_of("version: 2\npresets: []\n"), errc::kBadValue);
+  auto missing = PresetCatalog::load_file("/nonexistent/presets.yaml");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code, errc::kIo);
 }
 
 TEST(Catalog, UnknownPresetKeyNamedWithLine) {
@@ -196,7 +220,7 @@ TEST(Catalog, UnknownKindAndKeys) {
 
 TEST(Catalog, BoundsConsistent) {
   expect_load_error(demo_with("min: 1, max: 4096", "min: 10, max: 4"), {"max 4 < min 10"});
-  expect_load_error(demo_with("min: 1, max: 4096, ", ""), {"(kind int) needs `max`"});
+  expect_load_error(demo_with("min: 1, max: 4096, ", ""), {"(kind int) needs `min`"});
   expect_load_error(demo_with("min: 0.0, max: 2", "min: 3.0, max: 2"), {"temp", "max < min"});
   expect_load_error(demo_with("min: 0.0, max: 2", "min: 0.0, max: .inf"), {"finite"});
   expect_load_error(demo_with("values: [fast, exact]", "values: []"), {"values must not be empty"});
@@ -207,14 +231,16 @@ TEST(Catalog, BoundsConsistent) {
 }
 
 TEST(Catalog, DefaultsWithinBounds) {
-  expect_load_error(demo_with("default: 16", "default: 5000"), {"cat.yaml:9:", "default 5000", "[1, 4096]"});
+  expect_load_error(demo_with("default: 16", "default: 5000"), {"cat.yaml:9:", "`default` = 5000", "max 4096"});
   expect_load_error(demo_with("default: 16", "default: \"16\""), {"steps", "default", "integer"});
   expect_load_error(demo_with("default: 16", "default: 16.0"), {"steps", "integer"});
-  expect_load_error(demo_with("default: 0.5", "default: 2.5"), {"temp", "default 2.5"});
+  expect_load_error(demo_with("default: 0.5", "default: 2.5"), {"temp", "`default` = 2.5"});
   expect_load_error(demo_with("default: fast", "default: slow"), {"\"slow\"", "not one of"});
   expect_load_error(demo_with("default: true", "default: yes"), {"greedy", "true or false"});
   expect_load_error(demo_with("required: true", "default: \"ABC\""), {"does not match pattern"});
   expect_load_error(demo_with("required: true", "default: \"aaaaaaaaaaaaaaa\""), {"max_length"});
+  // The request-time check itself: a default that validate_params would refuse cannot load.
+  expect_load_error(demo_with("required: true", "default: \"a\\0b\""), {"prompt", "`default`", "NUL"});
 }
 
 TEST(Catalog, DefaultXorRequired) {
@@ -294,13 +320,13 @@ TEST(Params, IntStrictTyping) {
 TEST(Params, IntBoundsNamed) {
   json p = good_params();
   p["steps"] = 0;
-  expect_param_error(p, "out_of_bounds", {"params.steps", "= 0", "min 1"});
+  expect_param_error(p, "out_of_range", {"params.steps", "= 0", "min 1"});
   p["steps"] = 4097;
-  expect_param_error(p, "out_of_bounds", {"params.steps", "4097", "max 4096"});
+  expect_param_error(p, "out_of_range", {"params.steps", "4097", "max 4096"});
   p["steps"] = json::parse("18446744073709551615");
-  expect_param_error(p, "out_of_bounds", {"params.steps", "18446744073709551615"});
+  expect_param_error(p, "out_of_range", {"params.steps", "18446744073709551615"});
   p["steps"] = -9223372036854775807LL;
-  expect_param_error(p, "out_of_bounds", {"params.steps", "min 1"});
+  expect_param_error(p, "out_of_range", {"params.steps", "min 1"});
 }
 
 TEST(Params, FloatTypingAndBounds) {
@@ -310,9 +336,9 @@ TEST(Params, FloatTypingAndBounds) {
   p["temp"] = false;
   expect_param_error(p, "bad_type", {"params.temp", "false"});
   p["temp"] = 2.5;
-  expect_param_error(p, "out_of_bounds", {"params.temp", "2.5", "max 2"});
+  expect_param_error(p, "out_of_range", {"params.temp", "2.5", "max 2"});
   p["temp"] = -0.1;
-  expect_param_error(p, "out_of_bounds", {"params.temp", "-0.1", "min 0"});
+  expect_param_error(p, "out_of_range", {"params.temp", "-0.1", "min 0"});
 }
 
 TEST(Params, BoolAndEnum) {
@@ -333,7 +359,7 @@ TEST(Params, StringPatternLengthNul) {
   json p = {{"prompt", "UPPER"}};
   expect_param_error(p, "bad_value", {"params.prompt", "\"UPPER\"", "pattern"});
   p = {{"prompt", "abcdefghijk"}};
-  expect_param_error(p, "out_of_bounds", {"params.prompt", "11 bytes", "max_length 10"});
+  expect_param_error(p, "out_of_range", {"params.prompt", "11 bytes", "max_length 10"});
   p = {{"prompt", std::string("ab\0cd", 5)}};
   expect_param_error(p, "bad_value", {"params.prompt", "NUL"});
   p = {{"prompt", 5}};
@@ -395,24 +421,24 @@ TEST(Argv, MissingModelEnvOutAreClearErrors) {
   ArgvContext ctx{&params.value(), {{"KAKEYA_TOKEN_OK", "x"}}, {}, "/out"};
   auto r = resolve_argv(p, ctx);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code, "missing_model");
+  EXPECT_EQ(r.error().code, errc::kMissingModel);
   EXPECT_NE(r.error().message.find("target"), std::string::npos) << r.error().message;
   ctx.models["target"] = "/m.gguf";
   ctx.env.clear();
   r = resolve_argv(p, ctx);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code, "missing_env");
+  EXPECT_EQ(r.error().code, errc::kMissingEnv);
   EXPECT_NE(r.error().message.find("KAKEYA_TOKEN_OK"), std::string::npos);
   ctx.env["KAKEYA_TOKEN_OK"] = "x";
   ctx.out_dir.clear();
   r = resolve_argv(p, ctx);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code, "missing_out_dir");
+  EXPECT_EQ(r.error().code, errc::kMissingOutDir);
   ctx.out_dir = "/out";
   ctx.params = nullptr;
   r = resolve_argv(p, ctx);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code, "missing_param");
+  EXPECT_EQ(r.error().code, errc::kMissingParam);
 }
 
 TEST(Argv, TokenClassification) {
@@ -479,7 +505,7 @@ TEST(ShippedCatalog, LoadsAndHasTheTestPresets) {
   const PresetSpec* echo = cat->find("echo-test");
   ASSERT_NE(echo, nullptr);
   EXPECT_TRUE(echo->outputs.empty());
-  EXPECT_EQ(validate_params(*echo, json::object()).error().code, "missing_param");
+  EXPECT_EQ(validate_params(*echo, json::object()).error().code, errc::kMissingParam);
   auto ep = validate_params(*echo, json{{"message", "-rf"}});
   ASSERT_TRUE(ep.ok());
   auto eargv = resolve_argv(*echo, ArgvContext{&ep.value(), {}, {}, "/out"});

@@ -46,7 +46,7 @@ TEST_F(CredentialsTest, NoMatchingHostNamesFileAndHost) {
   auto file = write("store", "https://alice:secret-token@a.example\n");
   auto c = load_credentials("https://b.example/r.git", file);
   ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.error().code, "credentials_not_found");
+  EXPECT_EQ(c.error().code, errc::kCredentialsNotFound);
   EXPECT_NE(c.error().message.find(file.string()), std::string::npos);
   EXPECT_NE(c.error().message.find("b.example"), std::string::npos);
   EXPECT_EQ(c.error().message.find("secret-token"), std::string::npos);
@@ -56,7 +56,7 @@ TEST_F(CredentialsTest, MalformedLineNamesLineButNotToken) {
   auto file = write("store", "https://ok:fine@a.example\nhttps://user-only-secretish@b.example\n");
   auto c = load_credentials("https://b.example/r.git", file);
   ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.error().code, "bad_credentials_line");
+  EXPECT_EQ(c.error().code, errc::kBadCredentialsLine);
   EXPECT_NE(c.error().message.find("line 2"), std::string::npos) << c.error().message;
   EXPECT_EQ(c.error().message.find("user-only-secretish"), std::string::npos);
 }
@@ -83,7 +83,7 @@ TEST_F(CredentialsTest, TokenFileFirstLineAndConflict) {
   ::setenv("KAKEYA_GIT_TOKEN", "x", 1);
   auto both = load_credentials("https://a.example/r.git", std::nullopt);
   ASSERT_FALSE(both.ok());
-  EXPECT_EQ(both.error().code, "credentials_conflict");
+  EXPECT_EQ(both.error().code, errc::kCredentialsConflict);
 }
 
 TEST_F(CredentialsTest, NothingConfiguredIsAnonymous) {

@@ -39,7 +39,7 @@ class GitBusRead : public ::testing::Test {
   void expect_bad_path(const std::string& commit, const std::string& path, const std::string& needle) {
     auto r = bus_->read_file(commit, path);
     ASSERT_FALSE(r.ok()) << path << " read as a file";
-    EXPECT_EQ(r.error().code, "bad_path") << r.error().str();
+    EXPECT_EQ(r.error().code, errc::kBadPath) << r.error().str();
     EXPECT_NE(r.error().message.find(needle), std::string::npos) << r.error().message;
     EXPECT_TRUE(is_valid_utf8(r.error().message));
   }
@@ -133,7 +133,7 @@ TEST_F(GitBusRead, SizeLimitFromTheObjectHeaderAtAndOnePast) {
   EXPECT_EQ(at->value(), content);
   auto over = bus_->read_file(c, ".kakeya/request.json", 999);
   ASSERT_FALSE(over.ok());
-  EXPECT_EQ(over.error().code, "too_large");
+  EXPECT_EQ(over.error().code, errc::kTooLarge);
   EXPECT_NE(over.error().message.find("'.kakeya/request.json' is 1000 bytes"), std::string::npos)
       << over.error().message;
   EXPECT_NE(over.error().message.find("999"), std::string::npos) << over.error().message;
@@ -156,7 +156,7 @@ TEST_F(GitBusRead, CheckCommitSeparatesAMissingTipFromBadFiles) {
   EXPECT_TRUE(bus_->check_commit(c).ok());
   auto missing = bus_->check_commit("4444444444444444444444444444444444444444");
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.error().code, "not_fetched");
+  EXPECT_EQ(missing.error().code, errc::kNotFetched);
 }
 
 }  // namespace

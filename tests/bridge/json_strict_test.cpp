@@ -26,7 +26,7 @@ TEST(JsonStrict, ParsesScalarRoot) {
 TEST(JsonStrict, RejectsDuplicateTopLevelKey) {
   auto r = parse_json_strict("{\"preset\": \"a\",\n \"preset\": \"b\"}");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code, "duplicate_key");
+  EXPECT_EQ(r.error().code, errc::kDuplicateKey);
   EXPECT_NE(r.error().message.find("`preset`"), std::string::npos) << r.error().message;
   EXPECT_NE(r.error().message.find("line 2"), std::string::npos) << r.error().message;
 }
@@ -34,21 +34,21 @@ TEST(JsonStrict, RejectsDuplicateTopLevelKey) {
 TEST(JsonStrict, RejectsDuplicateNestedKeyWithPath) {
   auto r = parse_json_strict(R"({"params": {"steps": 1, "seed": 2, "steps": 3}})");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code, "duplicate_key");
+  EXPECT_EQ(r.error().code, errc::kDuplicateKey);
   EXPECT_NE(r.error().message.find("params.steps"), std::string::npos) << r.error().message;
 }
 
 TEST(JsonStrict, RejectsDuplicateInsideArrayElement) {
   auto r = parse_json_strict(R"({"xs": [{"k": 1}, {"k": 1, "k": 2}]})");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code, "duplicate_key");
+  EXPECT_EQ(r.error().code, errc::kDuplicateKey);
   EXPECT_NE(r.error().message.find("xs[1].k"), std::string::npos) << r.error().message;
 }
 
 TEST(JsonStrict, DuplicateWithContainerValueRejected) {
   auto r = parse_json_strict(R"({"a": {}, "a": {}})");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code, "duplicate_key");
+  EXPECT_EQ(r.error().code, errc::kDuplicateKey);
 }
 
 TEST(JsonStrict, SameKeyInDifferentObjectsIsFine) {
@@ -60,20 +60,20 @@ TEST(JsonStrict, SameKeyInDifferentObjectsIsFine) {
 TEST(JsonStrict, RejectsTrailingGarbage) {
   auto r = parse_json_strict(R"({"a": 1} x)");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code, "bad_json");
+  EXPECT_EQ(r.error().code, errc::kParseError);
   EXPECT_NE(r.error().message.find("column"), std::string::npos) << r.error().message;
 }
 
 TEST(JsonStrict, RejectsSecondDocument) {
   auto r = parse_json_strict(R"({"a": 1}{"a": 2})");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code, "bad_json");
+  EXPECT_EQ(r.error().code, errc::kParseError);
 }
 
 TEST(JsonStrict, RejectsInvalidJsonWithPosition) {
   auto r = parse_json_strict("{\n  \"params\": {\"steps\": tru}\n}");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code, "bad_json");
+  EXPECT_EQ(r.error().code, errc::kParseError);
   EXPECT_NE(r.error().message.find("line 2"), std::string::npos) << r.error().message;
   EXPECT_NE(r.error().message.find("params.steps"), std::string::npos) << r.error().message;
 }
@@ -91,7 +91,7 @@ TEST(JsonStrict, RejectsInvalidUtf8) {
   std::string bad = "{\"a\": \"\xff\xfe\"}";
   auto r = parse_json_strict(bad);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code, "bad_json");
+  EXPECT_EQ(r.error().code, errc::kParseError);
 }
 
 TEST(JsonStrict, RejectsExcessiveDepth) {
@@ -99,7 +99,7 @@ TEST(JsonStrict, RejectsExcessiveDepth) {
   deep += std::string(kJsonMaxDepth + 1, ']');
   auto r = parse_json_strict(deep);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code, "too_deep");
+  EXPECT_EQ(r.error().code, errc::kTooDeep);
   std::string ok_depth(kJsonMaxDepth, '[');
   ok_depth += std::string(kJsonMaxDepth, ']');
   EXPECT_TRUE(parse_json_strict(ok_depth).ok());

@@ -41,7 +41,7 @@ TEST(Pattern, LongValuesDoNotRecurse) {
 TEST(Pattern, InvalidPatternNamesItAndTheOffset) {
   auto p = Pattern::compile("[a-z");
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.error().code, "bad_pattern");
+  EXPECT_EQ(p.error().code, errc::kBadPattern);
   EXPECT_NE(p.error().message.find("[a-z"), std::string::npos);
   EXPECT_NE(p.error().message.find("offset 4"), std::string::npos) << p.error().message;
 }
@@ -51,7 +51,7 @@ TEST(Pattern, CatastrophicBacktrackingIsAnErrorNotAHang) {
   ASSERT_TRUE(p.ok());
   auto m = p.value().full_match(std::string(60, 'a') + "b");
   ASSERT_FALSE(m.ok());
-  EXPECT_EQ(m.error().code, "pattern_limit");
+  EXPECT_EQ(m.error().code, errc::kPatternLimit);
   EXPECT_NE(m.error().message.find("(a|aa)+"), std::string::npos);
 }
 

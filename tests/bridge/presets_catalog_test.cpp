@@ -103,11 +103,11 @@ TEST(PresetsCatalog, GenerateAndArBenchParamsAreBounded) {
   ASSERT_NE(g, nullptr);
   ASSERT_NE(b, nullptr);
   EXPECT_TRUE(validate_params(*g, {{"max_new_tokens", 2048}}).ok());
-  EXPECT_EQ(validate_params(*g, {{"max_new_tokens", 2049}}).error().code, "out_of_bounds");
-  EXPECT_EQ(validate_params(*g, {{"threads", 65}}).error().code, "out_of_bounds");
-  EXPECT_EQ(validate_params(*g, {{"temperature", -0.5}}).error().code, "out_of_bounds");
-  EXPECT_EQ(validate_params(*g, {{"top_p", 1.5}}).error().code, "out_of_bounds");
-  EXPECT_EQ(validate_params(*b, {{"gen_tokens", 4096}}).error().code, "out_of_bounds");
+  EXPECT_EQ(validate_params(*g, {{"max_new_tokens", 2049}}).error().code, errc::kOutOfRange);
+  EXPECT_EQ(validate_params(*g, {{"threads", 65}}).error().code, errc::kOutOfRange);
+  EXPECT_EQ(validate_params(*g, {{"temperature", -0.5}}).error().code, errc::kOutOfRange);
+  EXPECT_EQ(validate_params(*g, {{"top_p", 1.5}}).error().code, errc::kOutOfRange);
+  EXPECT_EQ(validate_params(*b, {{"gen_tokens", 4096}}).error().code, errc::kOutOfRange);
   EXPECT_FALSE(validate_params(*b, {{"prompt_lengths", "16;rm"}}).ok());
   const auto argv = argv_for(*b, {{"prompt_lengths", "16,128"}, {"threads", 2}});
   ASSERT_FALSE(argv.empty());

@@ -73,7 +73,7 @@ TEST(RunState, CheckTransitionClaimGen) {
   EXPECT_TRUE(check_transition(st(S::Claimed, 1), st(S::Claimed, 2)).ok());
   Status same_gen = check_transition(st(S::Running, 2), st(S::Claimed, 2));
   ASSERT_FALSE(same_gen.ok());
-  EXPECT_EQ(same_gen.error().code, "bad_transition");
+  EXPECT_EQ(same_gen.error().code, errc::kBadTransition);
   EXPECT_NE(same_gen.error().message.find("running (claim_gen 2) -> claimed (claim_gen 2)"), std::string::npos)
       << same_gen.error().message;
   // A fenced runner (older generation) may not write.
@@ -183,9 +183,26 @@ TEST(RunStatusJson, StrictErrors) {
   expect_status_error(j, "bad_type", {"log_tail", "null"});
   auto dup = parse_status(R"({"state": "queued", "state": "succeeded"})");
   ASSERT_FALSE(dup.ok());
-  EXPECT_EQ(dup.error().code, "duplicate_key");
+  EXPECT_EQ(dup.error().code, errc::kDuplicateKey);
   EXPECT_FALSE(parse_status("[]").ok());
   EXPECT_FALSE(parse_status("{").ok());
+}
+
+TEST(RunStatusJson, SchemaCheckedAfterTheTypedFields) {
+  // The typed checks accept it; status.schema.json says a terminal state needs a reason.
+  json j = to_json(full_status());
+  j["state"] = "failed";
+  j["reason"] = "";
+  expect_status_error(j, "schema_violation", {"status.schema.json", "/reason"});
+}
+
+TEST(RunStatusJson, TextNeverThrowsOnInvalidUtf8) {
+  RunStatus st = full_status();
+  st.log_tail = "bad \xff byte";
+  const std::string text = status_json_text(st);
+  auto back = parse_status(text);
+  ASSERT_TRUE(back.ok()) << back.error().str();
+  EXPECT_EQ(back->log_tail, "bad \\xff byte");  // bridge/utf8.h escaping
 }
 
 }  // namespace

@@ -46,12 +46,12 @@ TEST(ClientBaseCommit, UnbornHeadAndMissingRepository) {
   git(tmp.path(), {"init", "-q"});
   auto unborn = find_base_commit(tmp.path(), true);
   ASSERT_FALSE(unborn.ok());
-  EXPECT_EQ(unborn.error().code, "no_head_commit");
+  EXPECT_EQ(unborn.error().code, errc::kNoHeadCommit);
 
   kakeya::testing::TempDir plain;
   auto none = find_base_commit(plain.path(), true);
   ASSERT_FALSE(none.ok());
-  EXPECT_EQ(none.error().code, "no_repository");
+  EXPECT_EQ(none.error().code, errc::kNoRepository);
 }
 
 }  // namespace

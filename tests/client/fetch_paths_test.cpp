@@ -20,7 +20,7 @@ TEST(ClientFetchPaths, EscapingPathsAreRefused) {
   for (const char* bad : {"../x", "a/../../x", "/etc/passwd", "a//b", "./a", "a/.", "", "a\\..\\b"}) {
     auto r = safe_join(tmp.path(), bad);
     ASSERT_FALSE(r.ok()) << "accepted '" << bad << "'";
-    EXPECT_EQ(r.error().code, "path_escape") << bad;
+    EXPECT_EQ(r.error().code, errc::kPathEscape) << bad;
   }
 }
 
@@ -31,7 +31,7 @@ TEST(ClientFetchPaths, SymlinkLeadingOutsideIsRefused) {
   fs::create_directory_symlink(outside.path(), tmp.path() / "dest" / "logs");
   auto r = safe_join(tmp.path() / "dest", "logs/job.log");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code, "path_escape");
+  EXPECT_EQ(r.error().code, errc::kPathEscape);
   auto ok = safe_join(tmp.path() / "dest", "results/report.json");
   EXPECT_TRUE(ok.ok());
 }

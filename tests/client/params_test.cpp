@@ -61,7 +61,7 @@ TEST_F(ClientParams, UntypableValuesAreRefusedNamingTheParam) {
                           "ratio=nan", "verbose=maybe"}) {
     auto p = build_params(*preset_, {bad}, std::nullopt);
     ASSERT_FALSE(p.ok()) << bad;
-    EXPECT_EQ(p.error().code, "bad_param") << bad;
+    EXPECT_EQ(p.error().code, errc::kBadParam) << bad;
     std::string key = std::string(bad).substr(0, std::string(bad).find('='));
     EXPECT_NE(p.error().message.find("params." + key), std::string::npos) << p.error().message;
   }
@@ -79,17 +79,17 @@ TEST_F(ClientParams, BoolSpellings) {
 TEST_F(ClientParams, UnknownDuplicateAndMalformedItems) {
   auto unknown = build_params(*preset_, {"steps=3"}, std::nullopt);
   ASSERT_FALSE(unknown.ok());
-  EXPECT_EQ(unknown.error().code, "unknown_param");
+  EXPECT_EQ(unknown.error().code, errc::kUnknownParam);
   EXPECT_NE(unknown.error().message.find("n, ratio, verbose, mode, text"), std::string::npos);
   auto dup = build_params(*preset_, {"n=1", "n=2"}, std::nullopt);
   ASSERT_FALSE(dup.ok());
-  EXPECT_EQ(dup.error().code, "duplicate_param");
+  EXPECT_EQ(dup.error().code, errc::kDuplicateParam);
   auto noeq = build_params(*preset_, {"-rf"}, std::nullopt);
   ASSERT_FALSE(noeq.ok());
-  EXPECT_EQ(noeq.error().code, "bad_param");
+  EXPECT_EQ(noeq.error().code, errc::kBadParam);
   auto nokey = build_params(*preset_, {"=3"}, std::nullopt);
   ASSERT_FALSE(nokey.ok());
-  EXPECT_EQ(nokey.error().code, "bad_param");
+  EXPECT_EQ(nokey.error().code, errc::kBadParam);
 }
 
 TEST_F(ClientParams, ParamsJsonIsMergedAndOverriddenByDashP) {
@@ -99,10 +99,10 @@ TEST_F(ClientParams, ParamsJsonIsMergedAndOverriddenByDashP) {
   EXPECT_EQ((*p)["mode"], "slow");
   auto arr = build_params(*preset_, {}, std::string("[1]"));
   ASSERT_FALSE(arr.ok());
-  EXPECT_EQ(arr.error().code, "bad_param");
+  EXPECT_EQ(arr.error().code, errc::kBadParam);
   auto dupkey = build_params(*preset_, {}, std::string(R"({"n": 1, "n": 2})"));
   ASSERT_FALSE(dupkey.ok());
-  EXPECT_EQ(dupkey.error().code, "bad_param");
+  EXPECT_EQ(dupkey.error().code, errc::kBadParam);
 }
 
 // Real argv through the CLI11 flags that `kakeya request` / `kakeya run` use.

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "bridge/branch.h"
 #include "bridge/version.h"
 
 namespace kakeya::client {
@@ -49,36 +50,37 @@ TEST(ClientRequestBuilder, LocalValidationRefusesBadRequests) {
   o.preset = "rm-everything";
   auto unknown = build_manifest(*cat, o);
   ASSERT_FALSE(unknown.ok());
-  EXPECT_EQ(unknown.error().code, "unknown_preset");
+  EXPECT_EQ(unknown.error().code, errc::kUnknownPreset);
   EXPECT_NE(unknown.error().message.find("echo-test"), std::string::npos);
 
   o.preset = "echo-test";
   auto missing = build_manifest(*cat, o);  // message is required
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.error().code, "missing_param");
+  EXPECT_EQ(missing.error().code, errc::kMissingParam);
 
   o.param_items = {"message=" + std::string(21, 'x')};
   auto too_long = build_manifest(*cat, o);
   ASSERT_FALSE(too_long.ok());
 
   o.param_items = {"message=hi"};
-  o.suffix = "-x";
+  o.suffix = "x";
   auto bad_suffix = build_manifest(*cat, o);
   ASSERT_FALSE(bad_suffix.ok());
-  EXPECT_EQ(bad_suffix.error().code, "bad_suffix");
+  EXPECT_EQ(bad_suffix.error().code, errc::kBadSuffix);
 }
 
 TEST(ClientRequestBuilder, SuffixRules) {
-  for (const char* good : {"", ".2", "_retry-1", ".a.b"}) EXPECT_TRUE(validate_suffix(good).ok()) << good;
+  for (const char* good : {"", ".2", "_retry-1", ".a.b", "-b876", "-"}) EXPECT_TRUE(validate_suffix(good).ok()) << good;
   const std::string too_long = "." + std::string(64, 'a');
-  for (const char* bad : {"-x", "a", "./b", "..", ".x.lock", ".x.", ". b", "_~1", too_long.c_str()}) {
+  for (const char* bad : {"a", "./b", "..", ".x.lock", ".x.", ". b", "_~1", "-a/b", too_long.c_str()}) {
     EXPECT_FALSE(validate_suffix(bad).ok()) << bad;
   }
 }
 
 TEST(ClientRequestBuilder, BranchNameFollowsTheProtocol) {
-  EXPECT_EQ(request_branch("kakeya/req", "env-probe", "k3x9q2m7a1b4", ""), "kakeya/req/env-probe-k3x9q2m7a1b4");
-  EXPECT_EQ(request_branch("agents", "generate", "abcd1234", ".2"), "agents/generate-abcd1234.2");
+  EXPECT_EQ(bridge::request_branch_name("kakeya/req/", "env-probe", "k3x9q2m7a1b4"), "kakeya/req/env-probe-k3x9q2m7a1b4");
+  EXPECT_EQ(bridge::request_branch_name("agents/kakeya-", "generate", "abcd1234", "-b876"),
+            "agents/kakeya-generate-abcd1234-b876");
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "bridge/sha256.h"
 #include "tests/harness/paths.h"
 
 namespace kakeya::client {
@@ -36,7 +37,7 @@ class ScopedEnv {
 };
 
 TEST(ClientSettings, Sha256MatchesTheKnownVector) {
-  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(bridge::sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
 TEST(ClientSettings, CacheDirIsPerRemoteUnderXdgCacheHome) {
@@ -46,7 +47,7 @@ TEST(ClientSettings, CacheDirIsPerRemoteUnderXdgCacheHome) {
   auto b = resolve_cache_dir(o, "git://127.0.0.1:9418/b");
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(a->parent_path(), fs::path("/tmp/xdg-test/kakeya"));
-  EXPECT_EQ(a->filename().string(), sha256_hex("git://127.0.0.1:9418/a").substr(0, 16));
+  EXPECT_EQ(a->filename().string(), bridge::sha256_hex("git://127.0.0.1:9418/a").substr(0, 16));
   EXPECT_NE(*a, *b);
   o.cache_dir = "/explicit";
   EXPECT_EQ(*resolve_cache_dir(o, "x"), fs::path("/explicit"));
@@ -57,7 +58,7 @@ TEST(ClientSettings, RemoteFromFlagThenEnvironmentElseError) {
   GlobalOptions o;
   auto missing = resolve_remote(o);
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.error().code, "no_remote");
+  EXPECT_EQ(missing.error().code, errc::kNoRemote);
   ScopedEnv env("KAKEYA_REMOTE", "git://h/r");
   EXPECT_EQ(*resolve_remote(o), "git://h/r");
   o.remote = "git://flag/r";
@@ -73,7 +74,7 @@ TEST(ClientSettings, CatalogDefaultsToTheFirstExistingCandidate) {
   o.exe_dir = tmp.path() / "bin";
   auto missing = resolve_catalog_path(o);
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.error().code, "no_catalog");
+  EXPECT_EQ(missing.error().code, errc::kNoCatalog);
   std::ofstream(tmp.path() / "manifests" / "presets.yaml") << "presets: []\n";
   auto found = resolve_catalog_path(o);
   ASSERT_TRUE(found.ok()) << found.error().str();
@@ -83,13 +84,15 @@ TEST(ClientSettings, CatalogDefaultsToTheFirstExistingCandidate) {
   EXPECT_EQ(*resolve_catalog_path(o), tmp.path() / "share" / "kakeya" / "presets.yaml");
 }
 
-TEST(ClientSettings, NamespaceValidation) {
-  EXPECT_TRUE(validate_namespace("kakeya/req").ok());
-  EXPECT_TRUE(validate_namespace("agents").ok());
-  for (const char* bad : {"", "/a", "a/", "a//b", "a/../b", "a b", "a/.hidden", "x.lock", "kakeya/runners"}) {
-    auto s = validate_namespace(bad);
+TEST(ClientSettings, PrefixValidation) {
+  for (const char* good : {"kakeya/req/", "agents/", "agents/kakeya-", "ci_", "a/b.c/d-"}) {
+    EXPECT_TRUE(validate_prefix(good).ok()) << good;
+  }
+  for (const char* bad : {"", "/a/", "a//b/", "a/../b/", "a b/", "a/.hidden/", "x.lock/", "a/.x", "kakeya/runners/",
+                          "kakeya/runners/r1-", "a\xff/"}) {
+    auto s = validate_prefix(bad);
     ASSERT_FALSE(s.ok()) << bad;
-    EXPECT_EQ(s.error().code, "bad_namespace");
+    EXPECT_EQ(s.error().code, errc::kBadPrefix);
   }
 }
 

@@ -85,7 +85,11 @@ TEST(ClientWaitSummary, DoneEventCarriesJobExitCodeAndResults) {
   WaitResult r;
   r.last = snap(RunState::Failed, 1, 1, "");
   r.last.status.reason = "exit 3";
-  r.last.summary = nlohmann::json{{"exit_code", 3}, {"duration_s", 2.5}};
+  bridge::RunSummary summary;
+  summary.state = RunState::Failed;
+  summary.run = bridge::ClaimedRun{};
+  summary.run->command = bridge::CommandOutcome{3, 0, 2.5, "2026-01-02T03:04:05Z", {}};
+  r.last.summary = summary;
   r.exit_code = wait_exit_code(r.last.status.state);
   r.seconds = 4.0;
   r.results = {".kakeya/run/results/report.json"};
@@ -101,10 +105,20 @@ TEST(ClientWaitSummary, DoneEventCarriesJobExitCodeAndResults) {
   EXPECT_NE(text.find(".kakeya/run/results/report.json"), std::string::npos);
 }
 
-TEST(ClientWaitSummary, MissingSummaryFieldsAreNull) {
-  EXPECT_FALSE(summary_exit_code(std::nullopt).has_value());
-  EXPECT_FALSE(summary_exit_code(nlohmann::json{{"exit_code", "3"}}).has_value());
-  EXPECT_EQ(summary_seconds(nlohmann::json{{"seconds", 7}}), 7.0);
+TEST(ClientWaitSummary, NoCommandMeansNullJobFields) {
+  WaitResult r;
+  r.last = snap(RunState::Rejected, 0, 0, "");
+  EXPECT_TRUE(done_event(r)["job_exit_code"].is_null());  // no summary at all
+  bridge::RunSummary receipt;  // a reject: a receipt without a run
+  receipt.state = RunState::Rejected;
+  r.last.summary = receipt;
+  EXPECT_TRUE(done_event(r)["job_exit_code"].is_null());
+  receipt.run = bridge::ClaimedRun{};  // claimed, but the command never started
+  r.last.summary = receipt;
+  const auto d = done_event(r);
+  EXPECT_TRUE(d["job_exit_code"].is_null());
+  EXPECT_TRUE(d["job_seconds"].is_null());
+  EXPECT_EQ(format_summary(d).find("job exited"), std::string::npos);
 }
 
 }  // namespace

@@ -132,8 +132,25 @@ TEST(Vulkan, Stories260kReferenceLogitsAndTheCpuBackend) {
 
 struct SynthCase {
   const char* type;
-  float tol;  // the README's tolerance for an engine that converts activations like ggml
+  // The README's tolerance for an engine that converts activations like ggml (1e-3), for the
+  // seven bundled files. The eight later files are "lane-exact" in the CPU backend
+  // (docs/tensor-types.md): llama.cpp's x86 summation order reproduced, because on these flat
+  // models another order flips activation roundings downstream (tinyBLAS's order: 6e-3). The
+  // Vulkan shaders sum in their own order (measured 5e-3 to 1.5e-2 on five of the eight; Q3_K and
+  // IQ4_XS 7e-7): the README's 5e-2 for engines that do not reproduce ggml's arithmetic.
+  float tol;
 };
+
+// The shared reference files: the first seven ship in tests/data/reference, the other eight types
+// live in the project's shared folder only (tests skip, saying why, where it is missing).
+bool in_shared_only(const std::string& type) {
+  for (const char* t : {"q4_1", "q5_0", "q5_1", "q2_k", "q3_k", "q5_k", "iq4_nl", "iq4_xs"})
+    if (type == t) return true;
+  return false;
+}
+std::filesystem::path reference_dir(const std::string& type) {
+  return (in_shared_only(type) ? testing::shared_dir() : testing::data_dir()) / "reference";
+}
 
 class VulkanSynthReference : public ::testing::TestWithParam<SynthCase> {};
 
@@ -142,7 +159,9 @@ class VulkanSynthReference : public ::testing::TestWithParam<SynthCase> {};
 TEST_P(VulkanSynthReference, LogitsAndGreedyMatchLlamaCpp) {
   REQUIRE_VULKAN();
   const SynthCase c = GetParam();
-  const auto dir = testing::data_dir() / "reference";
+  if (in_shared_only(c.type))
+    if (const std::string why = testing::shared_dir_missing("reference"); !why.empty()) GTEST_SKIP() << why;
+  const auto dir = reference_dir(c.type);
   const std::string name = std::string("synth-llama-256-") + c.type;
   const json ref = load_json(dir / (name + ".ref.json"));
   const LlamaModel& m = model(dir / (name + ".gguf"));
@@ -165,7 +184,10 @@ TEST_P(VulkanSynthReference, LogitsAndGreedyMatchLlamaCpp) {
   const auto want = ref["greedy_ids"].get<std::vector<int32_t>>();
   size_t n = 0;
   while (n < margins.size() && margins[n] >= 2 * c.tol) ++n;
-  ASSERT_GT(n, 0u);
+  if (!in_shared_only(c.type)) {
+    ASSERT_GT(n, 0u);
+  }
+  if (n == 0) return;  // every greedy margin of a lane-exact file is below 2 x 5e-2
   ctx->truncate(0);
   EXPECT_EQ(greedy(*ctx, prompt, n), std::vector<int32_t>(want.begin(), want.begin() + static_cast<long>(n)));
 }
@@ -173,7 +195,11 @@ TEST_P(VulkanSynthReference, LogitsAndGreedyMatchLlamaCpp) {
 INSTANTIATE_TEST_SUITE_P(AllTypes, VulkanSynthReference,
                          ::testing::Values(SynthCase{"f32", 1e-4f}, SynthCase{"f16", 2e-3f}, SynthCase{"bf16", 1e-2f},
                                            SynthCase{"q8_0", 1e-3f}, SynthCase{"q6_k", 1e-3f},
-                                           SynthCase{"q4_k", 1e-3f}, SynthCase{"q4_0", 1e-3f}),
+                                           SynthCase{"q4_k", 1e-3f}, SynthCase{"q4_0", 1e-3f},
+                                           SynthCase{"q4_1", 5e-2f}, SynthCase{"q5_0", 5e-2f},
+                                           SynthCase{"q5_1", 5e-2f}, SynthCase{"q2_k", 5e-2f},
+                                           SynthCase{"q3_k", 5e-2f}, SynthCase{"q5_k", 5e-2f},
+                                           SynthCase{"iq4_nl", 5e-2f}, SynthCase{"iq4_xs", 5e-2f}),
                          [](const ::testing::TestParamInfo<SynthCase>& p) { return std::string(p.param.type); });
 
 // Batches of kExactBlockTokens and more take the tiled shader: the same products as decode's
@@ -185,8 +211,10 @@ TEST(Vulkan, TiledBatchesAgreeWithDecode) {
   REQUIRE_VULKAN();
   std::vector<int32_t> prompt = {1};
   for (int i = 0; i < 40; ++i) prompt.push_back(3 + (i * 53) % 500);
-  for (const char* type : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k"}) {
-    const LlamaModel& m = model(testing::data_dir() / "reference" / (std::string("synth-llama-256-") + type + ".gguf"));
+  for (const char* type : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k", "q4_1", "q5_0", "q5_1", "q2_k",
+                           "q3_k", "q5_k", "iq4_nl", "iq4_xs"}) {
+    if (in_shared_only(type) && !testing::shared_dir_missing("reference").empty()) continue;
+    const LlamaModel& m = model(reference_dir(type) / (std::string("synth-llama-256-") + type + ".gguf"));
     auto ctx = test::context(m, *vk, 64);
     auto batch = ctx->eval(prompt, true);
     ASSERT_TRUE(batch.ok()) << batch.error().str();

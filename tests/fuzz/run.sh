@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds every libFuzzer target (tests/fuzz/CMakeLists.txt, kakeya_fuzz_target) with clang
 # (-fsanitize=fuzzer,address,undefined) in its own build directory and fuzzes each in turn,
-# seeded with real inputs (bundled GGUF files, bus documents, request trees, log streams).
+# seeded with real inputs (bundled GGUF files, bus documents, request trees, log streams, the
+# shipped catalog and runner config), with a dictionary where the target declares one.
 # FUZZ_SECONDS (default 60) is the fuzzing time of the whole run, shared evenly by the targets
 # (at least 8 s each); up to JOBS targets run at once (default 2). Exits non-zero on a crash, a
 # sanitizer report, a violated invariant or a build failure. Crash reproducers are left in
@@ -48,12 +49,12 @@ wait_one() {
   fi
 }
 
-while read -r name binary seeds; do
+while read -r name binary seeds dict; do
   corpus="$BUILD_DIR/fuzz-corpus/$name"
   artifacts="$BUILD_DIR/artifacts/$name"
   mkdir -p "$corpus" "$artifacts"
   "$binary" -max_total_time="$per_target" -rss_limit_mb=2048 -timeout=20 \
-    -artifact_prefix="$artifacts/" -print_final_stats=1 "$@" "$corpus" "$seeds" >"$artifacts/log" 2>&1 &
+    -artifact_prefix="$artifacts/" -print_final_stats=1 ${dict:+"$dict"} "$@" "$corpus" "$seeds" >"$artifacts/log" 2>&1 &
   pids+=("$!")
   names+=("$name")
   (( ${#pids[@]} >= JOBS )) && wait_one

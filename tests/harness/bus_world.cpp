@@ -196,11 +196,11 @@ bool wait_until(const std::function<bool()>& pred, double timeout_s, double step
   }
 }
 
-std::string BusWorld::request(std::vector<std::string> args) {
+std::string BusWorld::request(std::vector<std::string> args, const std::map<std::string, std::string>& extra_env) {
   args.insert(args.begin(), "request");
   args.push_back("--json");
   args.push_back("--no-workload");
-  auto r = kakeya(args);
+  auto r = kakeya(args, extra_env);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   auto j = nlohmann::json::parse(r.out, nullptr, false);
   EXPECT_FALSE(j.is_discarded()) << r.out;

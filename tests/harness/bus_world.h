@@ -93,7 +93,7 @@ class BusWorld {
   std::string read_run_file(const std::string& branch, const std::string& path);
 
   // `kakeya request <args> --json --no-workload`; returns the branch ("" with a gtest failure).
-  std::string request(std::vector<std::string> args);
+  std::string request(std::vector<std::string> args, const std::map<std::string, std::string>& extra_env = {});
   // status.json of the branch tip (null when absent or unreadable).
   nlohmann::json status(const std::string& branch);
   // The state in status.json ("" when there is none yet, i.e. queued).

@@ -55,7 +55,7 @@ std::string file_tail(const std::filesystem::path& p, size_t max = 2000) {
 Status write_file(const std::filesystem::path& p, const std::string& content) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
   out << content;
-  if (!out) return make_error("io", "cannot write '" + p.string() + "'");
+  if (!out) return make_error(errc::kIo, "cannot write '" + p.string() + "'");
   return ok_status();
 }
 
@@ -67,14 +67,14 @@ Result<std::string> run_git(const std::vector<std::string>& args, const std::opt
   if (input) {
     char tmpl[] = "/tmp/kakeya-git-stdin-XXXXXX";
     in_fd = ::mkostemp(tmpl, O_CLOEXEC);
-    if (in_fd < 0) return make_error("git_failed", "mkostemp() failed");
+    if (in_fd < 0) return make_error(errc::kChildFailed, "mkostemp() failed");
     ::unlink(tmpl);
     std::size_t done = 0;
     while (done < input->size()) {
       const ssize_t n = ::write(in_fd, input->data() + done, input->size() - done);
       if (n <= 0) {
         ::close(in_fd);
-        return make_error("git_failed", "cannot write git's standard input");
+        return make_error(errc::kChildFailed, "cannot write git's standard input");
       }
       done += static_cast<std::size_t>(n);
     }
@@ -84,14 +84,14 @@ Result<std::string> run_git(const std::vector<std::string>& args, const std::opt
   full.insert(full.end(), args.begin(), args.end());
   std::vector<char*> argv = to_argv(full);
   int out_pipe[2], err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return make_error("git_failed", "pipe() failed");
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return make_error(errc::kChildFailed, "pipe() failed");
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
     ::close(out_pipe[0]);
     ::close(out_pipe[1]);
-    return make_error("git_failed", "pipe() failed");
+    return make_error(errc::kChildFailed, "pipe() failed");
   }
   pid_t pid = ::fork();
-  if (pid < 0) return make_error("git_failed", "fork() failed");
+  if (pid < 0) return make_error(errc::kChildFailed, "fork() failed");
   if (pid == 0) {
     int stdin_fd = in_fd >= 0 ? in_fd : ::open("/dev/null", O_RDONLY);
     if (stdin_fd >= 0) ::dup2(stdin_fd, 0);
@@ -127,7 +127,7 @@ Result<std::string> run_git(const std::vector<std::string>& args, const std::opt
   int status = 0;
   ::waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return make_error("git_failed", "`" + join(full) + "` exited with status " +
+    return make_error(errc::kChildFailed, "`" + join(full) + "` exited with status " +
                                         std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ": " + err);
   }
   if (!out.empty() && out.back() == '\n') out.pop_back();
@@ -157,11 +157,11 @@ Status ServerProcess::start(const std::vector<std::string>& argv_in, const std::
   std::vector<std::string> args = argv_in;
   std::vector<char*> argv = to_argv(args);
   int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log_fd < 0) return make_error("server_start", "cannot open log '" + log.string() + "'");
+  if (log_fd < 0) return make_error(errc::kServerStart, "cannot open log '" + log.string() + "'");
   pid_t pid = ::fork();
   if (pid < 0) {
     ::close(log_fd);
-    return make_error("server_start", "fork() failed");
+    return make_error(errc::kServerStart, "fork() failed");
   }
   if (pid == 0) {
     ::setpgid(0, 0);
@@ -180,13 +180,13 @@ Status ServerProcess::start(const std::vector<std::string>& argv_in, const std::
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
-      return make_error("server_start", "`" + join(argv_in) + "` exited early; log: " + file_tail(log));
+      return make_error(errc::kServerStart, "`" + join(argv_in) + "` exited early; log: " + file_tail(log));
     }
     if (port_accepts(port)) return ok_status();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   stop();
-  return make_error("server_start", "`" + join(argv_in) + "` did not open port " + std::to_string(port) +
+  return make_error(errc::kServerStart, "`" + join(argv_in) + "` did not open port " + std::to_string(port) +
                                         "; log: " + file_tail(log));
 }
 

@@ -19,7 +19,7 @@
 namespace kakeya::testing {
 
 // Runs `git <args...>` (PATH lookup, no shell), stdin from `input` (bytes as given) or else
-// /dev/null. Returns stdout with one trailing newline stripped; error `git_failed` with the argv,
+// /dev/null. Returns stdout with one trailing newline stripped; error `child_failed` with the argv,
 // exit status and stderr otherwise.
 Result<std::string> run_git(const std::vector<std::string>& args, const std::optional<std::string>& input = std::nullopt);
 

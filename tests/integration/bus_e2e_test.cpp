@@ -11,6 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "bridge/layout.h"
+#include "bridge/report_envelope.h"
+#include "bridge/run_state.h"
+#include "bridge/summary.h"
 #include "tests/harness/bus_world.h"
 
 namespace kakeya::testing {
@@ -75,6 +78,18 @@ TEST_P(BusE2E, EnvProbeRequestClaimRunResultsFetch) {
   const json status = json::parse(slurp(dest / "status.json"));
   EXPECT_EQ(status["state"], "succeeded");
   EXPECT_EQ(status["claim_gen"], 1);
+
+  // What the runner and the engine wrote passes the typed readers, and with them the schemas.
+  auto typed = bridge::parse_summary(slurp(dest / "summary.json"));
+  ASSERT_TRUE(typed.ok()) << typed.error().str();
+  ASSERT_TRUE(typed->run && typed->run->command);
+  EXPECT_EQ(typed->run->command->exit_code, 0);
+  EXPECT_GT(typed->run->command->duration_s, 0);
+  EXPECT_EQ(typed->run->outputs.size(), 1u);
+  auto typed_status = bridge::parse_status(slurp(dest / "status.json"));
+  EXPECT_TRUE(typed_status.ok()) << typed_status.error().str();
+  auto envelope = bridge::read_report_envelope(report);
+  EXPECT_TRUE(envelope.ok()) << envelope.error().str();
 }
 
 TEST_P(BusE2E, TwoRunnersRaceForTwentyRequestsEachRunsExactlyOnce) {
@@ -119,6 +134,10 @@ TEST_P(BusE2E, MalformedRequestIsRejectedOnItsBranchAndTheNextOneRuns) {
   ASSERT_FALSE(st.is_null()) << runner->log();
   EXPECT_EQ(st["state"], "rejected");
   EXPECT_NE(st["reason"].get<std::string>().find("schema_version"), std::string::npos) << st.dump();
+  auto receipt = bridge::parse_summary(world_->read_run_file(bad_branch, std::string(bridge::kSummaryPath)));
+  ASSERT_TRUE(receipt.ok()) << receipt.error().str();
+  EXPECT_EQ(receipt->state, bridge::RunState::Rejected);
+  EXPECT_FALSE(receipt->run.has_value());  // rejected without a claim
   EXPECT_EQ(world_->ledger_lines().size(), 1u);  // only the good one ran
 }
 

@@ -114,7 +114,7 @@ TEST_F(BranchViewRead, CancelShapesCountAsRequestedAndCarryAnError) {
 TEST_F(BranchViewRead, AMissingTipIsTheOnlyReadError) {
   auto v = read_branch_view(*bus_, "refs/heads/kakeya/req/x", "5555555555555555555555555555555555555555");
   ASSERT_FALSE(v.ok());
-  EXPECT_EQ(v.error().code, "not_fetched");
+  EXPECT_EQ(v.error().code, errc::kNotFetched);
 }
 
 }  // namespace

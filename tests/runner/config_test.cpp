@@ -106,9 +106,9 @@ TEST(RunnerConfig, AllKeysParsed) {
 
 TEST(RunnerConfig, UnknownKeyNamesLineAndKey) {
   expect_error(std::string(kMinimal) + "heartbeat: 5\n", "unknown_key",
-               {"/etc/kakeya/runner.yaml:4:1", "'heartbeat'"});
+               {"/etc/kakeya/runner.yaml:4:1", "`heartbeat`"});
   expect_error(std::string(kMinimal) + "identity:\n  name: x\n  mail: a@b\n", "unknown_key",
-               {":6:3", "'mail'", "identity"});
+               {":6:3", "`mail`", "identity"});
 }
 
 TEST(RunnerConfig, DuplicateKeyIsAnError) {
@@ -122,7 +122,7 @@ TEST(RunnerConfig, MissingRequiredKeys) {
 }
 
 TEST(RunnerConfig, WrongTypes) {
-  expect_error(std::string(kMinimal) + "max_jobs: two\n", "bad_type", {":4:", "max_jobs", "'two'"});
+  expect_error(std::string(kMinimal) + "max_jobs: two\n", "bad_type", {":4:", "max_jobs", "`two`"});
   expect_error(std::string(kMinimal) + "max_jobs: 1.5\n", "bad_type", {"max_jobs"});
   expect_error(std::string(kMinimal) + "poll_interval_s: \"10\"\n", "bad_type", {"poll_interval_s"});
   expect_error(std::string(kMinimal) + "labels: gpu\n", "bad_type", {"labels", "list"});
@@ -171,7 +171,7 @@ TEST(RunnerConfig, LoadFromFileResolvesRelativeToIt) {
   EXPECT_EQ(r->tool_dirs, std::vector<std::filesystem::path>{dir.path() / "tools"});
   auto missing = load_runner_config(dir.path() / "nope.yaml");
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.error().code, "io_error");
+  EXPECT_EQ(missing.error().code, errc::kIo);
   EXPECT_NE(missing.error().message.find("nope.yaml"), std::string::npos);
 }
 
@@ -205,7 +205,7 @@ TEST(ResolveModel, ConfigThenHomeThenError) {
 
   auto none = resolve_model(c, "judge", home);
   ASSERT_FALSE(none.ok());
-  EXPECT_EQ(none.error().code, "not_found");
+  EXPECT_EQ(none.error().code, errc::kNotFound);
   EXPECT_EQ(none.error().message,
             "model role 'judge' not configured (set models.judge in /etc/kakeya/runner.yaml or place "
             "~/.kakeya/models/judge)");
@@ -215,8 +215,8 @@ TEST(ResolveModel, ConfigThenHomeThenError) {
   EXPECT_NE(gone.error().message.find("gone.gguf"), std::string::npos);
   EXPECT_NE(gone.error().message.find("does not exist"), std::string::npos);
 
-  EXPECT_EQ(resolve_model(c, "../../etc/passwd", home).error().code, "bad_value");
-  EXPECT_EQ(resolve_model(c, "..", home).error().code, "bad_value");
+  EXPECT_EQ(resolve_model(c, "../../etc/passwd", home).error().code, errc::kBadValue);
+  EXPECT_EQ(resolve_model(c, "..", home).error().code, errc::kBadValue);
 }
 
 }  // namespace

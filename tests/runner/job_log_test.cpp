@@ -147,11 +147,11 @@ TEST(JobLog, CreateErrors) {
   testing::TempDir dir;
   auto bad_dir = JobLog::create(dir.path() / "missing" / "l", 100, {});
   ASSERT_FALSE(bad_dir.ok());
-  EXPECT_EQ(bad_dir.error().code, "io_error");
+  EXPECT_EQ(bad_dir.error().code, errc::kIo);
   EXPECT_NE(bad_dir.error().message.find("missing/l"), std::string::npos);
   auto zero = JobLog::create(dir.path() / "l", 0, {});
   ASSERT_FALSE(zero.ok());
-  EXPECT_EQ(zero.error().code, "bad_value");
+  EXPECT_EQ(zero.error().code, errc::kBadValue);
   auto short_secret = JobLog::create(dir.path() / "l", 10, {"abc"});
   ASSERT_TRUE(short_secret.ok());
   EXPECT_EQ(short_secret->ignored_secrets().size(), 1u);

@@ -147,15 +147,20 @@ TEST(Process, ChdirFailureIsReportedAsSpawnError) {
 }
 
 TEST(Process, RejectsInvalidSpecs) {
-  EXPECT_EQ(Process::spawn(spec_of({}), nullptr).error().code, "bad_value");
+  EXPECT_EQ(Process::spawn(spec_of({}), nullptr).error().code, errc::kBadValue);
   auto rel = Process::spawn(spec_of({"echo", "x"}), nullptr);
   ASSERT_FALSE(rel.ok());
   EXPECT_NE(rel.error().message.find("'echo'"), std::string::npos);
   ProcessSpec bad_env = spec_of({"/bin/echo"});
   bad_env.env["A=B"] = "x";
-  EXPECT_EQ(Process::spawn(bad_env, nullptr).error().code, "bad_value");
+  EXPECT_EQ(Process::spawn(bad_env, nullptr).error().code, errc::kBadValue);
+  ProcessSpec lower_env = spec_of({"/bin/echo"});
+  lower_env.env["http_proxy"] = "x";  // one env-name rule everywhere (bridge/names.h)
+  auto lower = Process::spawn(lower_env, nullptr);
+  ASSERT_FALSE(lower.ok());
+  EXPECT_NE(lower.error().message.find("'http_proxy'"), std::string::npos) << lower.error().message;
   ProcessSpec bad_grace = spec_of({"/bin/echo"}, 1, -1);
-  EXPECT_EQ(Process::spawn(bad_grace, nullptr).error().code, "bad_value");
+  EXPECT_EQ(Process::spawn(bad_grace, nullptr).error().code, errc::kBadValue);
 }
 
 TEST(Process, TimeoutTerminatesTheGroup) {
@@ -258,17 +263,17 @@ TEST(ResolveProgram, SearchesOnlyTheGivenDirs) {
   EXPECT_EQ(*r, std::filesystem::path("/bin/sh"));
   auto missing = resolve_program("tool", {dir.path(), "relative"});
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.error().code, "not_found");
+  EXPECT_EQ(missing.error().code, errc::kNotFound);
   EXPECT_NE(missing.error().message.find(dir.path().string()), std::string::npos);
   EXPECT_EQ(missing.error().message.find("relative"), std::string::npos);
   std::filesystem::permissions(plain, std::filesystem::perms::owner_exec,
                                std::filesystem::perm_options::add);
   EXPECT_EQ(*resolve_program("tool", {dir.path(), "/bin"}), plain);
   EXPECT_EQ(*resolve_program("/bin/sh", {}), std::filesystem::path("/bin/sh"));
-  EXPECT_EQ(resolve_program("bin/sh", {"/"}).error().code, "bad_value");
-  EXPECT_EQ(resolve_program("", {"/bin"}).error().code, "bad_value");
-  EXPECT_EQ(resolve_program("..", {"/bin"}).error().code, "bad_value");
-  EXPECT_EQ(resolve_program("/nonexistent/x", {}).error().code, "not_found");
+  EXPECT_EQ(resolve_program("bin/sh", {"/"}).error().code, errc::kBadValue);
+  EXPECT_EQ(resolve_program("", {"/bin"}).error().code, errc::kBadValue);
+  EXPECT_EQ(resolve_program("..", {"/bin"}).error().code, errc::kBadValue);
+  EXPECT_EQ(resolve_program("/nonexistent/x", {}).error().code, errc::kNotFound);
 }
 
 TEST(JobEnvironment, OnlyBaseAllowedAndKakeyaVars) {
@@ -283,6 +288,16 @@ TEST(JobEnvironment, OnlyBaseAllowedAndKakeyaVars) {
       {"PATH", "/opt/bin:/usr/bin"}, {"HOME", "/home/runner"}, {"LANG", "C.UTF-8"},
       {"HF_TOKEN", "hf_x"},          {"KAKEYA_OUT", "/out"},   {"KAKEYA_JOB", "j1"}};
   EXPECT_EQ(env, want);
+}
+
+TEST(JobEnvironment, CurrentEnvironmentKeepsOnlyPortableNames) {
+  ::setenv("kakeya_test_lower", "x", 1);
+  ::setenv("KAKEYA_TEST_UPPER", "y", 1);
+  const auto env = current_environment();
+  ::unsetenv("kakeya_test_lower");
+  ::unsetenv("KAKEYA_TEST_UPPER");
+  EXPECT_EQ(env.count("kakeya_test_lower"), 0u);
+  EXPECT_EQ(env.at("KAKEYA_TEST_UPPER"), "y");
 }
 
 TEST(JobEnvironment, DefaultsPath) {

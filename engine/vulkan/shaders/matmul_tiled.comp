@@ -12,6 +12,7 @@ layout(push_constant) uniform PC {
   U32Buf w;
   F32Buf x;
   F32Buf y;
+  F32Buf sums;    // Q4_1/Q5_1: the Q8_1 block sums of x ([n][n_in / 32]), else unused
   uint n_in;
   uint n_out;
   uint row_bytes;
@@ -21,6 +22,8 @@ layout(push_constant) uniform PC {
 const uint TM = 64u, TN = 64u, TK = 32u;
 shared float ws[TM][TK + 1u];
 shared float xs[TN][TK + 1u];
+shared float wm[TM];  // Q4_1/Q5_1: the rows' block mins
+shared float xm[TN];  //            the tokens' block sums
 void main() {
   const uint tid = gl_LocalInvocationID.x;
   const uint r0 = gl_WorkGroupID.x * TM, t0 = gl_WorkGroupID.y * TN;
@@ -29,13 +32,19 @@ void main() {
   for (uint i = 0u; i < 4u; ++i)
     for (uint j = 0u; j < 4u; ++j) acc[i][j] = 0.0;
   const uint subs = (pc.n_in + TK - 1u) / TK;
+  const bool q81 = has_q8_1_min(VARIANT);
   for (uint s = 0u; s < subs; ++s) {
     const uint n = min(TK, pc.n_in - s * TK);
     if (tid < TM) {
       float v[32];
       for (uint j = 0u; j < TK; ++j) v[j] = 0.0;
-      if (r0 + tid < pc.n_out) dequant32(pc.w, VARIANT, (r0 + tid) * pc.row_bytes, s, n, v);
+      const bool valid = r0 + tid < pc.n_out;
+      if (valid) dequant32m(pc.w, VARIANT, (r0 + tid) * pc.row_bytes, s, n, !q81, v);
       for (uint j = 0u; j < TK; ++j) ws[tid][j] = j < n ? v[j] : 0.0;
+      if (q81) wm[tid] = valid ? block_min(pc.w, VARIANT, (r0 + tid) * pc.row_bytes, s) : 0.0;
+    } else if (q81 && tid < TM + TN) {
+      const uint t = tid - TM;
+      xm[t] = t0 + t < pc.n_tokens ? pc.sums.v[(t0 + t) * subs + s] : 0.0;
     }
     for (uint e = tid; e < TN * TK; e += WG) {
       const uint t = e / TK, j = e % TK;
@@ -49,6 +58,9 @@ void main() {
       for (uint i = 0u; i < 4u; ++i)
         for (uint j = 0u; j < 4u; ++j) acc[i][j] += a[i] * b[j];
     }
+    if (q81)
+      for (uint i = 0u; i < 4u; ++i)
+        for (uint j = 0u; j < 4u; ++j) acc[i][j] += wm[tr + i] * xm[tc + j];
     barrier();
   }
   for (uint i = 0u; i < 4u; ++i)

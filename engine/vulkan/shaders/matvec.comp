@@ -13,6 +13,7 @@ layout(push_constant) uniform PC {
   U32Buf w;
   F32Buf x;
   F32Buf y;
+  F32Buf sums;    // Q4_1/Q5_1: the Q8_1 block sums of x ([n][n_in / 32]), else unused
   uint n_in;
   uint n_out;
   uint row_bytes;
@@ -35,11 +36,14 @@ void main() {
     for (uint s = lane; s < subs; s += pc.lanes) {
       float v[32];
       const uint n = min(32u, pc.n_in - s * 32u);
-      dequant32(pc.w, VARIANT, r * pc.row_bytes, s, n, v);
+      const bool q81 = has_q8_1_min(VARIANT);
+      dequant32m(pc.w, VARIANT, r * pc.row_bytes, s, n, !q81, v);
+      const float m = q81 ? block_min(pc.w, VARIANT, r * pc.row_bytes, s) : 0.0;
       for (uint j = 0u; j < nt; ++j) {
         const uint xb = (t0 + j) * pc.n_in + s * 32u;
         float p = 0.0;
         for (uint i = 0u; i < n; ++i) p += v[i] * pc.x.v[xb + i];
+        if (q81) p += m * pc.sums.v[(t0 + j) * subs + s];
         acc[j] += p;
       }
     }

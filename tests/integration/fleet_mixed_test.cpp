@@ -1,0 +1,138 @@
+// Mixed fleets and the branch grammar (issue 10), with real runner processes on a real git daemon.
+//  - Two runners with different catalogs: a request for a preset only one of them has is left
+//    alone by the other and run by the one that has it; once that runner is gone (killed, so it
+//    never said "stopped", and its lease ran out) the other rejects such a request, naming the
+//    preset and that no live runner offers it.
+//  - `kakeya presets` shows what the live runners offer, and says when it falls back to the local
+//    catalog.
+//  - A hosted agent's branch template: `kakeya request --prefix agents/kakeya- --suffix -b876`
+//    (the value beginning with '-' as its own argv token) is served by a runner watching
+//    `agents/kakeya-*`.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "tests/harness/bus_world.h"
+#include "tests/integration/fleet_util.h"
+
+namespace kakeya::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace fleet;
+
+// The world's test catalog plus a preset only runner "rb" has.
+fs::path write_catalog_b(const BusWorld& w) {
+  std::ifstream in(w.catalog_path());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const fs::path p = w.dir() / "presets-b.yaml";
+  std::ofstream(p) << ss.str() << "  - name: test-b-only\n"
+                   << "    description: Only runner rb has this preset\n"
+                   << "    argv: [" << (binary_dir() / "kakeya-test-job").string() << ", --echo, only-b]\n"
+                   << "    env: [KAKEYA_TEST_LEDGER]\n"
+                   << "    timeout_s: 30\n";
+  return p;
+}
+
+// `kakeya presets --json` as seen with the given catalog.
+json presets_view(BusWorld& w, const fs::path& catalog, const std::string& within) {
+  const CmdResult r = w.kakeya({"presets", "--json", "--within", within}, {{"KAKEYA_CATALOG", catalog.string()}});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out, nullptr, false);
+  return j.is_discarded() ? json(nullptr) : j;
+}
+
+std::vector<std::string> offered_by(const json& view, const std::string& preset) {
+  if (!view.is_object()) return {};
+  for (const auto& p : view["presets"]) {
+    if (p["name"] == preset) return p["offered_by"].get<std::vector<std::string>>();
+  }
+  return {};
+}
+
+TEST(FleetMixed, PresetOnlyAnotherLiveRunnerHasIsLeftToItThenRejectedWhenNoneIsLive) {
+  BusWorld world(Transport::GitDaemon);
+  const fs::path catalog_b = write_catalog_b(world);
+  auto ra = world.start_runner("ra", {{"heartbeat_s", "0.5"}, {"lease_s", "3"}});
+  auto rb = world.start_runner("rb", {{"heartbeat_s", "0.5"}, {"catalog_path", catalog_b.string()}});
+
+  // Both runners publish what they offer; the client sees it (with catalog B for the details).
+  json view;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        view = presets_view(world, catalog_b, "1m");
+        return offered_by(view, "test-b-only") == std::vector<std::string>{"rb"} &&
+               offered_by(view, "test-job").size() == 2;
+      },
+      30, 0.3))
+      << view.dump(2);
+  EXPECT_EQ(view["source"], "runners");
+  // ra reads runner branches on every poll (0.2 s): give it a few before the request appears.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+
+  // ra has no test-b-only: it leaves the request to rb, which runs it.
+  const std::string b1 = world.request({"test-b-only"}, {{"KAKEYA_CATALOG", catalog_b.string()}});
+  const json st1 = world.wait_state(b1, "terminal", 60);
+  ASSERT_TRUE(st1.is_object()) << ra->log() << rb->log();
+  EXPECT_EQ(st1["state"], "succeeded") << st1.dump();
+  EXPECT_EQ(st1["runner_id"], "rb");
+  EXPECT_EQ(count_of(world.ledger_nonces(), nonce_of(b1, "test-b-only")), 1);
+  EXPECT_EQ(ra->log().find(b1 + ": rejected"), std::string::npos) << ra->log();
+
+  // rb dies without saying so. Once its branch has not moved for ra's lease_s, no live runner
+  // offers test-b-only and ra rejects such a request, saying why.
+  rb->signal(SIGKILL);
+  rb->wait();
+  const std::string b2 = world.request({"test-b-only"}, {{"KAKEYA_CATALOG", catalog_b.string()}});
+  const json st2 = world.wait_state(b2, "terminal", 60);
+  ASSERT_TRUE(st2.is_object()) << ra->log();
+  EXPECT_EQ(st2["state"], "rejected") << st2.dump();
+  EXPECT_EQ(st2["runner_id"], "ra");
+  const std::string reason = st2.value("reason", "");
+  EXPECT_NE(reason.find("'test-b-only'"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("no live runner offers it"), std::string::npos) << reason;
+  EXPECT_EQ(count_of(world.ledger_nonces(), nonce_of(b2, "test-b-only")), 0);
+
+  // The client no longer counts rb once its heartbeat is older than --within.
+  ASSERT_TRUE(wait_until([&] { return offered_by(presets_view(world, catalog_b, "2s"), "test-b-only").empty(); }, 30,
+                         0.5));
+  // With no runner live at all it falls back to the local catalog and says so.
+  ra->signal(SIGTERM);
+  EXPECT_EQ(ra->wait().exit_code, 0);
+  const json fallback = presets_view(world, catalog_b, "1s");
+  ASSERT_TRUE(fallback.is_object());
+  EXPECT_EQ(fallback["source"], "local_catalog");
+  EXPECT_NE(fallback["note"].get<std::string>().find("no runner seen within"), std::string::npos) << fallback.dump();
+  EXPECT_NE(fallback["note"].get<std::string>().find("presets-b.yaml"), std::string::npos) << fallback.dump();
+  bool has_b = false;
+  for (const auto& p : fallback["presets"]) has_b = has_b || p["name"] == "test-b-only";
+  EXPECT_TRUE(has_b) << fallback.dump();
+}
+
+TEST(FleetMixed, HostedAgentBranchTemplateWithDashSuffix) {
+  BusWorld world(Transport::GitDaemon);
+  auto r = world.start_runner("ra", {{"branch_patterns", R"(["kakeya/req/**", "agents/kakeya-*"])"}});
+  // "--suffix" and "-b876" are two argv tokens: the value begins with '-' and is still the value.
+  const std::string b = world.request({"test-job", "--prefix", "agents/kakeya-", "--suffix", "-b876"});
+  ASSERT_EQ(b.rfind("agents/kakeya-test-job-", 0), 0u) << b;
+  ASSERT_TRUE(b.ends_with("-b876")) << b;
+  const json st = world.wait_state(b, "terminal", 60);
+  ASSERT_TRUE(st.is_object()) << r->log();
+  EXPECT_EQ(st["state"], "succeeded") << st.dump();
+  // The bare nonce resolves under the same prefix.
+  const std::string nonce = b.substr(std::string("agents/kakeya-test-job-").size(),
+                                     b.size() - std::string("agents/kakeya-test-job-").size() - 5);
+  const CmdResult status = world.kakeya({"status", nonce, "--prefix", "agents/kakeya-", "--json"});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_EQ(json::parse(status.out)["branch"], b);
+  r->signal(SIGTERM);
+  EXPECT_EQ(r->wait().exit_code, 0);
+}
+
+}  // namespace
+}  // namespace kakeya::testing
