@@ -194,11 +194,19 @@ class Backend {
   virtual Result<std::unique_ptr<KvBuffer>> alloc_kv(const KvRowFormat& format, size_t capacity) = 0;
   // Device bytes held right now by this backend's buffers, KV storage and uploads.
   virtual size_t allocated_bytes() const = 0;
+  // The backend's memory as measured by its allocator, for reports (engine.memory, beside the
+  // host's peak RSS): at least {"held_bytes"}; a GPU backend adds peaks and bytes per use
+  // (weights, kv, scratch, staging).
+  virtual nlohmann::json memory_report() const { return {{"held_bytes", allocated_bytes()}}; }
 
   // ---- weights ----
   // `model`'s weights on this backend: uploaded on the first call, then shared while any caller
   // holds the result. Errors: upload_weight's.
   Result<std::shared_ptr<const ModelWeights>> weights(const LlamaModel& model);
+  // Called by weights() before the first byte of `model` is uploaded: a backend refuses a model
+  // it cannot hold here ("out_of_memory" naming the bytes needed and available, "bad_shape"
+  // naming a shape its kernels cannot run), so nothing is uploaded in vain.
+  virtual Status check_upload(const LlamaModel& model) { (void)model; return ok_status(); }
   // One weight of [w.n_out][w.n_in]. `source` is the file w points into (the backend may drop its
   // pages once it holds a copy), or nullptr. Errors: "unsupported_type" naming the tensor and its
   // type, "out_of_memory".
@@ -263,14 +271,16 @@ struct BackendOptions {
   int threads = 1;                      // host threads (>= 1)
   std::string weight_layout = "auto";   // cpu: auto (packed on AVX2/AVX-512 CPUs), packed, row-major
   std::string batched_matmul = "auto";  // cpu: auto, sgemm, quantized (cpu/cpu_backend.h)
+  uint64_t max_device_bytes = 0;        // vulkan: device memory the backend may hold (0 = the heap)
 };
 
 // The backend names open_backend knows, in preference order: {"cpu", "vulkan"}.
 std::vector<std::string> known_backends();
 
-// Opens a backend: "cpu", or "vulkan" / "vulkan:N" (device N). Errors: "bad_param" (an unknown
-// spec or option value, named), "backend_unavailable" (a known backend this build or machine
-// cannot open, saying why: never a fallback to another backend).
+// Opens a backend: "cpu", or "vulkan" / "vulkan:N" (device N; "vulkan" = the first discrete GPU,
+// else device 0: vulkan/vk_device.h). Errors: "bad_param" (an unknown spec or option value, or a
+// device number past the devices present, named), "backend_unavailable" (a known backend this
+// build or machine cannot open, saying why: never a fallback to another backend).
 Result<std::unique_ptr<Backend>> open_backend(const std::string& spec, const BackendOptions& options = {});
 
 }  // namespace kakeya::engine
