@@ -10,6 +10,7 @@
 #include <fstream>
 #include <thread>
 
+#include "tests/harness/fault_proxy.h"
 #include "tests/harness/git_servers.h"
 #include "tests/harness/paths.h"
 
@@ -283,6 +284,40 @@ TEST_P(GitBusTest, DeleteCasComparesOldValue) {
   EXPECT_EQ(*again, PushOutcome::Lost);
 }
 
+// Many CAS deletes in one push: each ref is deleted only where it still holds its expected oid;
+// a moved ref, an absent one and a wrong expectation are Lost and stay as they are.
+TEST_P(GitBusTest, DeleteCasManyDecidesEachRefOnItsOwn) {
+  GitBus bus = open_bus("a");
+  std::vector<std::string> commits;
+  for (int i = 0; i < 5; ++i) {
+    commits.push_back(commit_on(bus, std::nullopt, "f.txt", std::to_string(i)));
+    const std::string ref = "refs/heads/kakeya/req/gc-" + std::to_string(i);
+    ASSERT_EQ(*bus.push_cas(ref, commits.back(), std::nullopt), PushOutcome::Won);
+  }
+  auto ref = [](int i) { return "refs/heads/kakeya/req/gc-" + std::to_string(i); };
+  std::vector<RefExpectation> batch{{ref(0), commits[0]},
+                                    {ref(1), commits[0]},  // wrong expectation
+                                    {"refs/heads/kakeya/req/gc-absent", commits[2]},
+                                    {ref(3), commits[3]},
+                                    {ref(4), commits[4]}};
+  auto out = bus.delete_cas_many(batch);
+  ASSERT_TRUE(out.ok()) << out.error().str();
+  EXPECT_EQ(*out, (std::vector<PushOutcome>{PushOutcome::Won, PushOutcome::Lost, PushOutcome::Lost, PushOutcome::Won,
+                                            PushOutcome::Won}));
+  EXPECT_EQ(server_ref(ref(0)), "");
+  EXPECT_EQ(server_ref(ref(1)), commits[1]);
+  EXPECT_EQ(server_ref(ref(2)), commits[2]);
+  EXPECT_EQ(server_ref(ref(3)), "");
+  EXPECT_EQ(server_ref(ref(4)), "");
+
+  auto twice = bus.delete_cas_many({{ref(1), commits[1]}, {ref(1), commits[1]}});
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.error().code, errc::kBadValue);
+  auto empty = bus.delete_cas_many({});
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->empty());
+}
+
 TEST_P(GitBusTest, ImportObjectsFromLocalRepository) {
   TempDir local("kakeya-local");
   const std::string wt = local.path().string();
@@ -391,6 +426,38 @@ TEST_F(GitBusHttpAuthTest, MissingCredentialsIsAuthFailed) {
   auto ls = bus->ls_remote();
   ASSERT_FALSE(ls.ok());
   EXPECT_EQ(ls.error().code, "auth_failed");
+}
+
+// A batch of deletes is one push over one connection (the git daemon serves one service per TCP
+// connection; the proxy counts them), however many refs it holds.
+TEST(GitBusBatchTest, DeleteCasManyUsesOneConnection) {
+  TempDir repos("kakeya-repos"), caches("kakeya-caches");
+  auto initial = testing::make_bare_repo(repos.path(), "bus.git");
+  ASSERT_TRUE(initial.ok());
+  const std::string bare = (repos.path() / "bus.git").string();
+  constexpr int kRefs = 200;
+  std::string updates;
+  std::vector<RefExpectation> batch;
+  for (int i = 0; i < kRefs; ++i) {
+    const std::string ref = "refs/heads/kakeya/req/bulk-" + std::to_string(i);
+    updates += "create " + ref + " " + *initial + "\n";
+    batch.push_back({ref, *initial});
+  }
+  ASSERT_TRUE(run_git({"-C", bare, "update-ref", "--stdin"}, updates).ok());
+  auto daemon = GitDaemon::start(repos.path());
+  ASSERT_NE(daemon, nullptr);
+  auto proxy = testing::FaultProxy::start(daemon->port());
+  ASSERT_NE(proxy, nullptr);
+  auto bus = GitBus::open("git://127.0.0.1:" + std::to_string(proxy->port()) + "/bus.git", caches.path() / "c",
+                          Credentials{});
+  ASSERT_TRUE(bus.ok());
+  auto out = bus->delete_cas_many(batch);
+  ASSERT_TRUE(out.ok()) << out.error().str();
+  EXPECT_EQ(std::count(out->begin(), out->end(), PushOutcome::Won), kRefs);
+  EXPECT_EQ(proxy->accepted(), 1);
+  auto left = run_git({"-C", bare, "for-each-ref", "refs/heads/kakeya/"});
+  ASSERT_TRUE(left.ok());
+  EXPECT_EQ(*left, "");
 }
 
 TEST(GitBusOpenTest, RejectsLocalRemotes) {
