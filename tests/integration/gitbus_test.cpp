@@ -1,5 +1,6 @@
-// The git bus against real servers on loopback: git daemon (git://) and lighttpd + git http-backend
-// (smart HTTP with basic auth). Never a local path: local remotes do not compare-and-swap.
+// The git bus against real servers on loopback: git daemon (git://), lighttpd + git http-backend
+// (smart HTTP with basic auth) and OpenSSH's sshd (ssh:// with a pinned host key). Never a local
+// path: local remotes do not compare-and-swap.
 
 #include "bridge/gitbus.h"
 
@@ -13,6 +14,8 @@
 #include "tests/harness/fault_proxy.h"
 #include "tests/harness/git_servers.h"
 #include "tests/harness/paths.h"
+#include "tests/harness/ssh_keys.h"
+#include "tests/harness/ssh_server.h"
 
 namespace kakeya::bridge {
 void PrintTo(PushOutcome o, std::ostream* os) { *os << (o == PushOutcome::Won ? "Won" : "Lost"); }
@@ -23,7 +26,7 @@ using testing::HttpGitServer;
 using testing::run_git;
 using testing::TempDir;
 
-enum class ServerKind { Daemon, Http };
+enum class ServerKind { Daemon, Http, Ssh };
 
 constexpr const char* kUser = "kakeya-bot";
 constexpr const char* kPassword = "correct-horse-battery";
@@ -39,6 +42,11 @@ class GitBusTest : public ::testing::TestWithParam<ServerKind> {
       daemon_ = GitDaemon::start(repos_.path());
       ASSERT_NE(daemon_, nullptr);
       url_ = daemon_->url("bus.git");
+    } else if (GetParam() == ServerKind::Ssh) {
+      ssh_ = testing::SshGitServer::start(repos_.path());
+      ASSERT_NE(ssh_, nullptr);
+      url_ = ssh_->url("bus.git");
+      creds_ = ssh_->credentials();
     } else {
       http_ = HttpGitServer::start(repos_.path(), kUser, kPassword);
       ASSERT_NE(http_, nullptr);
@@ -71,6 +79,7 @@ class GitBusTest : public ::testing::TestWithParam<ServerKind> {
   TempDir caches_{"kakeya-caches"};
   std::unique_ptr<GitDaemon> daemon_;
   std::unique_ptr<HttpGitServer> http_;
+  std::unique_ptr<testing::SshGitServer> ssh_;
   std::string url_;
   Credentials creds_;
   std::string initial_;
@@ -369,6 +378,7 @@ TEST_P(GitBusTest, ServerDownIsAnErrorNotALostRace) {
   std::string c = commit_on(bus, initial_, "f.txt", "f");
   if (daemon_) daemon_->stop();
   if (http_) http_->stop();
+  if (ssh_) ssh_->stop();
   auto down = bus.push_cas("refs/heads/main", c, initial_);
   ASSERT_FALSE(down.ok());
   EXPECT_EQ(down.error().code, "transport");
@@ -376,18 +386,108 @@ TEST_P(GitBusTest, ServerDownIsAnErrorNotALostRace) {
   ASSERT_FALSE(ls.ok());
   EXPECT_EQ(ls.error().code, "transport");
 
-  Status restarted = daemon_ ? daemon_->restart() : http_->restart();
+  Status restarted = daemon_ ? daemon_->restart() : http_ ? http_->restart() : ssh_->restart();
   ASSERT_TRUE(restarted.ok()) << restarted.error().str();
   auto up = bus.push_cas("refs/heads/main", c, initial_);
   ASSERT_TRUE(up.ok()) << up.error().str();
   EXPECT_EQ(*up, PushOutcome::Won);
 }
 
-INSTANTIATE_TEST_SUITE_P(Servers, GitBusTest, ::testing::Values(ServerKind::Daemon, ServerKind::Http),
+INSTANTIATE_TEST_SUITE_P(Servers, GitBusTest,
+                         ::testing::Values(ServerKind::Daemon, ServerKind::Http, ServerKind::Ssh),
                          [](const ::testing::TestParamInfo<ServerKind>& p) {
-                           return p.param == ServerKind::Daemon ? std::string("GitDaemon")
-                                                                   : std::string("SmartHttp");
+                           switch (p.param) {
+                             case ServerKind::Daemon: return std::string("GitDaemon");
+                             case ServerKind::Http: return std::string("SmartHttp");
+                             case ServerKind::Ssh: return std::string("Ssh");
+                           }
+                           return std::string("Unknown");
                          });
+
+// ---- SSH authentication and host-key pinning --------------------------------------------------
+
+class GitBusSshAuthTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(testing::make_bare_repo(repos_.path(), "bus.git").ok());
+    ssh_ = testing::SshGitServer::start(repos_.path());
+    ASSERT_NE(ssh_, nullptr);
+  }
+  Result<std::vector<RemoteRef>> ls_with(const Credentials& creds) {
+    auto bus = GitBus::open(ssh_->url("bus.git"), caches_.path() / ("c" + std::to_string(++n_)), creds,
+                            GitBusOptions{2, 60});
+    if (!bus.ok()) return bus.error();
+    return bus->ls_remote();
+  }
+  TempDir repos_{"kakeya-repos"};
+  TempDir caches_{"kakeya-caches"};
+  std::unique_ptr<testing::SshGitServer> ssh_;
+  int n_ = 0;
+};
+
+TEST_F(GitBusSshAuthTest, PinnedHostKeyAndAuthorisedKeyConnect) {
+  auto ls = ls_with(ssh_->credentials());
+  ASSERT_TRUE(ls.ok()) << ls.error().str();
+  EXPECT_FALSE(ls->empty());
+}
+
+TEST_F(GitBusSshAuthTest, UnauthorisedKeyIsAuthFailed) {
+  auto stranger = testing::make_ssh_key(caches_.path(), "stranger");
+  ASSERT_TRUE(stranger.ok()) << stranger.error().str();
+  Credentials bad = ssh_->credentials();
+  bad.ssh_private_key = stranger->string();
+  bad.ssh_public_key = stranger->string() + ".pub";
+  auto ls = ls_with(bad);
+  ASSERT_FALSE(ls.ok());
+  EXPECT_EQ(ls.error().code, errc::kAuthFailed) << ls.error().str();
+
+  Credentials none = ssh_->credentials();
+  none.ssh_private_key.clear();
+  none.ssh_public_key.clear();
+  auto anonymous = ls_with(none);
+  ASSERT_FALSE(anonymous.ok());
+  EXPECT_EQ(anonymous.error().code, errc::kAuthFailed) << anonymous.error().str();
+}
+
+TEST_F(GitBusSshAuthTest, UnknownHostKeyIsRefusedBeforeAuthenticating) {
+  Credentials c = ssh_->credentials();
+  c.ssh_known_hosts = (caches_.path() / "empty_known_hosts").string();
+  std::ofstream(c.ssh_known_hosts) << "# nothing pinned\n";
+  auto ls = ls_with(c);
+  ASSERT_FALSE(ls.ok());
+  EXPECT_EQ(ls.error().code, errc::kHostKeyUnknown) << ls.error().str();
+  EXPECT_NE(ls.error().message.find("[127.0.0.1]:" + std::to_string(ssh_->port())), std::string::npos)
+      << ls.error().message;
+  EXPECT_NE(ls.error().message.find("SHA256:"), std::string::npos) << ls.error().message;
+
+  c.ssh_known_hosts = (caches_.path() / "missing_known_hosts").string();
+  auto missing = ls_with(c);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code, errc::kHostKeyUnknown) << missing.error().str();
+}
+
+TEST_F(GitBusSshAuthTest, ChangedHostKeyIsRefused) {
+  // known_hosts pins another ed25519 key for [127.0.0.1]:PORT: a man in the middle, or a
+  // re-keyed server.
+  auto other = testing::make_ssh_key(caches_.path(), "other_host");
+  ASSERT_TRUE(other.ok()) << other.error().str();
+  Credentials c = ssh_->credentials();
+  c.ssh_known_hosts = (caches_.path() / "changed_known_hosts").string();
+  std::ofstream(c.ssh_known_hosts) << "[127.0.0.1]:" << ssh_->port() << " "
+                                   << testing::first_line(other->string() + ".pub") << "\n";
+  auto ls = ls_with(c);
+  ASSERT_FALSE(ls.ok());
+  EXPECT_EQ(ls.error().code, errc::kHostKeyMismatch) << ls.error().str();
+  EXPECT_NE(ls.error().message.find("CHANGED"), std::string::npos) << ls.error().message;
+
+  // The right key marked @revoked is refused even next to a good line.
+  std::ofstream(c.ssh_known_hosts) << "[127.0.0.1]:" << ssh_->port() << " "
+                                   << testing::first_line(ssh_->host_public_key()) << "\n"
+                                   << "@revoked * " << testing::first_line(ssh_->host_public_key()) << "\n";
+  auto revoked = ls_with(c);
+  ASSERT_FALSE(revoked.ok());
+  EXPECT_EQ(revoked.error().code, errc::kHostKeyMismatch) << revoked.error().str();
+}
 
 // ---- HTTP authentication ----------------------------------------------------------------------
 
