@@ -243,37 +243,55 @@ Result<std::map<std::string, std::string>> GitBus::fetch(const std::vector<std::
                           RemoteSession::connect(repo_.get(), remote_url_, creds_, opts_, GIT_DIRECTION_FETCH));
   KAKEYA_ASSIGN_OR_RETURN(std::vector<RemoteRef> adv, session->advertisement());
   KAKEYA_TRY(prune_tracking_refs(repo_.get(), adv));
-  std::vector<std::string> specs;
-  const auto advertised = index_refs(adv);
-  for (const auto& ref : refs) {
-    if (auto it = advertised.find(ref); it != advertised.end()) {
-      out[ref] = std::string(it->second);
-      specs.push_back("+" + ref + ":" + tracking_ref(ref));
-    }
-  }
-  if (specs.empty()) return out;
-
-  std::vector<char*> spec_ptrs;
-  for (auto& s : specs) spec_ptrs.push_back(s.data());
-  git_strarray arr{spec_ptrs.data(), spec_ptrs.size()};
-  git_fetch_options fo;
-  git_fetch_options_init(&fo, GIT_FETCH_OPTIONS_VERSION);
-  fo.callbacks = session->callbacks();
-  fo.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
-  fo.update_fetchhead = 0;
-  if (git_remote_download(session->remote(), &arr, &fo) != 0) return session->failure(errc::kTransport, "fetch");
-  if (git_remote_update_tips(session->remote(), &session->callbacks(), 0, GIT_REMOTE_DOWNLOAD_TAGS_NONE,
-                             "kakeya fetch") != 0) {
-    return git::last_error(errc::kRepository, "update tracking refs after fetch from " + redact_url(remote_url_));
-  }
   git_odb* odb_raw = nullptr;
   if (git_repository_odb(&odb_raw, repo_.get()) != 0) return git::last_error(errc::kRepository, "open cache odb");
   git::Odb odb(odb_raw);
+
+  // Wants: one refspec per distinct commit the cache lacks (finished branches often share
+  // commits, and a commit already here need not be asked for again).
+  std::vector<std::string> specs;
+  std::set<std::string> wanted;
+  const auto advertised = index_refs(adv);
+  for (const auto& ref : refs) {
+    const auto it = advertised.find(ref);
+    if (it == advertised.end()) continue;
+    const std::string hex(it->second);
+    out[ref] = hex;
+    KAKEYA_ASSIGN_OR_RETURN(git_oid id, git::parse_oid(hex, "advertised " + printable(ref)));
+    if (git_odb_exists(odb.get(), &id) == 0 && wanted.insert(hex).second) {
+      specs.push_back("+" + ref + ":" + tracking_ref(ref));
+    }
+  }
+
+  // kFetchBatchRefs refspecs per download; a batch after the first gets its own connection.
+  for (std::size_t start = 0; start < specs.size(); start += kFetchBatchRefs) {
+    if (start > 0) {
+      KAKEYA_ASSIGN_OR_RETURN(session,
+                              RemoteSession::connect(repo_.get(), remote_url_, creds_, opts_, GIT_DIRECTION_FETCH));
+    }
+    const std::size_t end = std::min(specs.size(), start + kFetchBatchRefs);
+    std::vector<char*> spec_ptrs;
+    for (std::size_t i = start; i < end; ++i) spec_ptrs.push_back(specs[i].data());
+    git_strarray arr{spec_ptrs.data(), spec_ptrs.size()};
+    git_fetch_options fo;
+    git_fetch_options_init(&fo, GIT_FETCH_OPTIONS_VERSION);
+    fo.callbacks = session->callbacks();
+    fo.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
+    fo.update_fetchhead = 0;
+    if (git_remote_download(session->remote(), &arr, &fo) != 0) return session->failure(errc::kTransport, "fetch");
+  }
+  // Tracking refs of every fetched ref, whether its commit came now or was already here.
   for (const auto& [ref, hex] : out) {
     KAKEYA_ASSIGN_OR_RETURN(git_oid id, git::parse_oid(hex, "advertised " + printable(ref)));
     if (git_odb_exists(odb.get(), &id) == 0) {
       return make_error(errc::kTransport, "fetch of " + printable(ref) + " from " + redact_url(remote_url_) + " did not bring " + hex);
     }
+    const std::string tracking = tracking_ref(ref);
+    git_reference* tmp = nullptr;
+    if (git_reference_create(&tmp, repo_.get(), tracking.c_str(), &id, 1, "kakeya fetch") != 0) {
+      return git::last_error(errc::kRepository, "update tracking ref " + printable(tracking));
+    }
+    git_reference_free(tmp);
   }
   return out;
 }

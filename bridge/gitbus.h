@@ -85,6 +85,10 @@ struct FileChange {
 // update). Not an error: the caller refetches and decides.
 enum class PushOutcome { Won, Lost };
 
+// Refspecs of one fetch download (a longer want list is split; 10 000 in one request broke the
+// smart-HTTP connection in the fleet bench).
+inline constexpr std::size_t kFetchBatchRefs = 1000;
+
 struct GitBusOptions {
   int max_auth_attempts = 2;  // credential callback invocations per operation before `auth_failed`
   int op_timeout_s = 60;      // wall-clock budget of each network operation, seconds
@@ -117,9 +121,12 @@ class GitBus {
   Result<std::vector<RemoteRef>> ls_remote(std::string_view prefix = "refs/heads/", AdvertisementStats* stats = nullptr);
 
   // Fetches the given full ref names (refs/heads/...) with explicit refspecs
-  // `+refs/heads/x:refs/kakeya/remote/heads/x` into the cache over one connection. Returns
-  // ref -> oid for the refs the remote has; refs absent on the remote are left out of the map (and
-  // their tracking refs in the cache are deleted). An empty `refs` makes no connection.
+  // `+refs/heads/x:refs/kakeya/remote/heads/x` into the cache: one advertisement, then only the
+  // commits the cache lacks, one refspec per distinct commit, kFetchBatchRefs refspecs per
+  // download (one connection for up to that many new commits; the tracking refs of refs whose
+  // commit was already present are set directly). Returns ref -> oid for the refs the remote has;
+  // refs absent on the remote are left out of the map (and their tracking refs in the cache are
+  // deleted). An empty `refs` makes no connection.
   Result<std::map<std::string, std::string>> fetch(const std::vector<std::string>& refs);
 
   // Whether commit `commit_oid` and its root tree are in the cache and readable.
