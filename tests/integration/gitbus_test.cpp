@@ -123,6 +123,37 @@ TEST_P(GitBusTest, LsRemoteAdvertisesMain) {
   EXPECT_TRUE(none->empty());
 }
 
+// Refs that share a commit, and a ref whose commit the cache already holds: fetch asks once for
+// the missing commit and still reports and tracks every ref.
+TEST_P(GitBusTest, FetchOfRefsSharingCommitsTracksEveryRef) {
+  GitBus writer = open_bus("w");
+  const std::string a = commit_on(writer, std::nullopt, "a.txt", "a");
+  const std::string b = commit_on(writer, std::nullopt, "b.txt", "b");
+  std::vector<std::string> refs;
+  for (int i = 0; i < 6; ++i) {
+    refs.push_back("refs/heads/kakeya/req/shared-" + std::to_string(i));
+    ASSERT_EQ(*writer.push_cas(refs.back(), i < 4 ? a : b, std::nullopt), PushOutcome::Won);
+  }
+  GitBus reader = open_bus("r");
+  auto first = reader.fetch({refs[0], refs[1], refs[2], refs[3], "refs/heads/kakeya/req/absent"});
+  ASSERT_TRUE(first.ok()) << first.error().str();
+  EXPECT_EQ(first->size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(first->at(refs[i]), a);
+  auto again = reader.fetch(refs);  // a is already here; b is new
+  ASSERT_TRUE(again.ok()) << again.error().str();
+  ASSERT_EQ(again->size(), 6u);
+  EXPECT_EQ(again->at(refs[5]), b);
+  const std::string cache = (caches_.path() / "r").string();
+  for (int i = 0; i < 6; ++i) {
+    auto tracked = run_git({"--git-dir", cache, "rev-parse", tracking_ref(refs[i])});
+    ASSERT_TRUE(tracked.ok()) << tracked.error().str();
+    EXPECT_EQ(*tracked, i < 4 ? a : b);
+  }
+  auto content = reader.read_file(b, "b.txt");
+  ASSERT_TRUE(content.ok() && content->has_value());
+  EXPECT_EQ(**content, "b");
+}
+
 TEST_P(GitBusTest, NestedCommitRoundTripsThroughServer) {
   GitBus a = open_bus("a");
   auto fetched = a.fetch({"refs/heads/main"});
