@@ -170,6 +170,7 @@ VulkanBackend::~VulkanBackend() {
     for (const VkAllocation& b : a->blocks) memory_.free(b);
   memory_.free(act_scratch_);
   memory_.free(kv_scratch_);
+  memory_.free(accept_scratch_);
   vkDestroyFence(device_->device(), fence_, nullptr);
   vkFreeCommandBuffers(device_->device(), device_->command_pool(), 1, &cmd_);
 }
@@ -620,6 +621,23 @@ void VulkanBackend::argmax_rows(const Tensor& src, std::span<int32_t> ids) {
   rb.src = r.mapped();
   rb.dst = ids.data();
   rb.bytes = ids.size() * sizeof(int32_t);
+  readbacks_.push_back(rb);
+}
+
+void VulkanBackend::accept_greedy(const Tensor& logits, std::span<const int32_t> drafts, std::span<int32_t> out) {
+  const size_t k = drafts.size();
+  const VkAllocation& ids = scratch(accept_scratch_, (k + 1) * sizeof(int32_t));
+  Push a;
+  a.addr(address(logits)).addr(ids.address()).u32(logits.cols);
+  dispatch("argmax", 0, a.bytes(), static_cast<uint32_t>(k + 1));
+  const VkAllocation r = arena_alloc(*readback_, out.size() * sizeof(int32_t));
+  Push p;
+  p.addr(ids.address()).addr(drafts.empty() ? 0 : upload_i32(drafts)).addr(r.address()).u32(k);
+  dispatch("accept_greedy", 0, p.bytes(), 1);
+  Readback rb;
+  rb.src = r.mapped();
+  rb.dst = out.data();
+  rb.bytes = out.size() * sizeof(int32_t);
   readbacks_.push_back(rb);
 }
 

@@ -27,8 +27,11 @@
 //     RMSNorm sums squares and attention sums probabilities in f32 (the CPU: double).
 //   * attention: online softmax in chunks of the workgroup size (any context length).
 //
+// Greedy speculative acceptance runs on the device (accept_greedy): a verify block reads back its
+// accepted count and committed ids only.
+//
 // Not yet (issue 16): a cooperative-matrix shader (vk_matmul_path.h says why), fused ops,
-// device-side greedy acceptance, a flash-attention kernel for long prefill.
+// a flash-attention kernel for long prefill.
 #include <map>
 #include <memory>
 #include <string>
@@ -101,6 +104,8 @@ class VulkanBackend final : public Backend {
   void kv_copy(const KvBuffer& src, size_t src_slot, KvBuffer& dst, size_t dst_slot, size_t n) override;
   void read(const Tensor& src, std::span<float> dst) override;
   void argmax_rows(const Tensor& src, std::span<int32_t> ids) override;
+  // argmax.comp into device scratch, then accept_greedy.comp: k + 2 ints come back.
+  void accept_greedy(const Tensor& logits, std::span<const int32_t> drafts, std::span<int32_t> out) override;
   void kv_read(const KvBuffer& src, size_t slot0, size_t n, std::span<float> k, std::span<float> v,
                std::span<int32_t> positions) override;
   void sync() override;
@@ -141,7 +146,7 @@ class VulkanBackend final : public Backend {
   std::unique_ptr<Arena> args_, readback_;
   std::vector<Readback> readbacks_;
   std::vector<VkAllocation> pending_free_;
-  VkAllocation act_scratch_, kv_scratch_;
+  VkAllocation act_scratch_, kv_scratch_, accept_scratch_;
   // The RoPE angle table uploaded last in this submission, reused while positions repeat.
   std::vector<int32_t> rope_positions_;
   RopeParams rope_params_;
