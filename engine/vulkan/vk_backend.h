@@ -41,6 +41,7 @@
 #include "engine/vulkan/vk_device.h"
 #include "engine/vulkan/vk_memory.h"
 #include "engine/vulkan/vk_pipelines.h"
+#include "engine/vulkan/vk_profile.h"
 
 namespace kakeya::engine {
 
@@ -111,6 +112,20 @@ class VulkanBackend final : public Backend {
   void sync() override;
 
   const DeviceCaps& caps() const { return device_->caps(); }
+
+  // Profiling (vk_profile.h), off by default: when on, each op is timed on the device and
+  // op_profile() gives the milliseconds per op kind summed since profiling was turned on or
+  // cleared. Turning it on or off syncs first. Errors: VulkanProfiler::create's ("backend_unavailable"
+  // when the queue has no timestamps).
+  Status set_profiling(bool on);
+  bool profiling() const { return profiler_ != nullptr; }
+  std::map<std::string, OpTime> op_profile() const;
+  void clear_profile();
+
+  // Reads every 16-byte vector of src once (stream_read.comp, coalesced grid-stride loads, no
+  // stores), as a bandwidth probe for bench/gpu_bench: time it with profiling (op kind
+  // "stream_read"). REQUIRES: src.bytes() a multiple of 16.
+  void stream_read(const Tensor& src);
   // Called by buffers when they are destroyed: freed now, or after the next sync() when
   // recorded ops may still use the memory.
   void release(const VkAllocation& a);
@@ -118,6 +133,8 @@ class VulkanBackend final : public Backend {
  private:
   struct Arena;
   struct Readback;
+  // Brackets one op with timestamps while profiling (nothing otherwise).
+  class OpScope;
   // Host-visible bytes for this submission: returns the allocation range (block + offset).
   VkAllocation arena_alloc(Arena& arena, size_t bytes);
   VkAllocation upload(const void* data, size_t bytes);
@@ -154,6 +171,7 @@ class VulkanBackend final : public Backend {
   VkDeviceAddress rope_table_ = 0;
   // Host copies of the vector weights (norms, biases, RoPE frequency factors) by device address.
   std::map<VkDeviceAddress, std::vector<float>> host_vectors_;
+  std::unique_ptr<VulkanProfiler> profiler_;  // null unless profiling
 };
 
 // The factory behind open_backend("vulkan[:N]"): device `index` (-1 = the default device).
