@@ -180,7 +180,7 @@ Result<nlohmann::json> run_ar_bench(const Args& a, const std::string& engine, co
                         {"device", r.at("engine").at("device")}};
 }
 
-// One llama-bench run: {prefill_tok_s (pp), decode_tok_s (tg), build_commit, backends}.
+// One llama-bench run: {prefill_tok_s (pp), decode_tok_s (tg), build_commit, backends, gpu_info}.
 Result<nlohmann::json> run_llama_bench(const Args& a, const std::string& file) {
   KAKEYA_ASSIGN_OR_RETURN(const std::string out,
                           run_program({a.llama_bench, "-m", file, "-ngl", "99", "-p", std::to_string(a.prompt), "-n",
@@ -194,6 +194,7 @@ Result<nlohmann::json> run_llama_bench(const Args& a, const std::string& file) {
     if (ng > 0 && np == 0) r["decode_tok_s"] = row.at("avg_ts");
     r["build_commit"] = row.value("build_commit", "");
     r["backends"] = row.value("backends", "");
+    r["gpu_info"] = row.value("gpu_info", "");
   }
   if (!r.contains("prefill_tok_s") || !r.contains("decode_tok_s")) {
     return make_error("parse_error", "llama-bench: no pp" + std::to_string(a.prompt) + " / tg" +
@@ -301,6 +302,7 @@ int run(const Args& a) {
                           {"decode_tok_s", stats(theirs_tg, "tokens/s")},
                           {"build_commit", llama_last["build_commit"]},
                           {"backends", llama_last["backends"]},
+                          {"gpu_info", llama_last["gpu_info"]},
                           {"flags", "-ngl 99 -p " + std::to_string(a.prompt) + " -n " + std::to_string(a.gen)},
                           {"prefill_ratio", pp / lpp},
                           {"decode_ratio", tg / ltg}};

@@ -6,7 +6,8 @@
 // Execution model. Ops are ENQUEUED on a backend in program order. The CPU backend
 // (cpu/cpu_backend.h) runs each op when it is enqueued; a GPU backend records them (one command
 // buffer per forward pass) and executes them at sync(). Hence:
-//   * No op returns device data to the host except the readback ops (read, argmax_rows, kv_read);
+//   * No op returns device data to the host except the readback ops (read, argmax_rows,
+//     accept_greedy, kv_read);
 //     the host memory they write holds the data after the next sync() (at once on the CPU).
 //   * Host values an op needs (token ids, positions, slot counts, visibility bounds, which rows
 //     to move) are op ARGUMENTS, copied when the op is enqueued; host spans may be reused as soon
