@@ -1,5 +1,7 @@
 #include "engine/backend.h"
 
+#include <algorithm>
+
 #include "engine/cpu/cpu_backend.h"
 #include "engine/kv_quant.h"
 #if defined(KAKEYA_HAVE_VULKAN)
@@ -72,6 +74,14 @@ Result<std::shared_ptr<const ModelWeights>> Backend::weights(const LlamaModel& m
   w->layout = describe_weights(*w);
   uploads_[model.id()] = w;
   return std::shared_ptr<const ModelWeights>(std::move(w));
+}
+
+void greedy_acceptance(std::span<const int32_t> row_ids, std::span<const int32_t> drafts, std::span<int32_t> out) {
+  size_t n = 0;
+  while (n < drafts.size() && drafts[n] == row_ids[n]) ++n;
+  std::fill(out.begin(), out.end(), -1);
+  out[0] = static_cast<int32_t>(n);
+  std::copy(row_ids.begin(), row_ids.begin() + static_cast<std::ptrdiff_t>(n + 1), out.begin() + 1);
 }
 
 std::vector<std::string> known_backends() { return {"cpu", "vulkan"}; }

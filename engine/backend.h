@@ -6,7 +6,8 @@
 // Execution model. Ops are ENQUEUED on a backend in program order. The CPU backend
 // (cpu/cpu_backend.h) runs each op when it is enqueued; a GPU backend records them (one command
 // buffer per forward pass) and executes them at sync(). Hence:
-//   * No op returns device data to the host except the readback ops (read, argmax_rows, kv_read);
+//   * No op returns device data to the host except the readback ops (read, argmax_rows,
+//     accept_greedy, kv_read);
 //     the host memory they write holds the data after the next sync() (at once on the CPU).
 //   * Host values an op needs (token ids, positions, slot counts, visibility bounds, which rows
 //     to move) are op ARGUMENTS, copied when the op is enqueued; host spans may be reused as soon
@@ -255,6 +256,14 @@ class Backend {
   virtual void read(const Tensor& src, std::span<float> dst) = 0;
   // ids[r] = the index of the largest value of row r (ties: the lowest index; sampling.h argmax).
   virtual void argmax_rows(const Tensor& src, std::span<int32_t> ids) = 0;
+  // Greedy speculative acceptance (speculative.h) of one verify block, decided where the logits
+  // are, so only the outcome comes back. logits [k+1][n_vocab]: row i predicts the token after
+  // drafts[i-1] (row 0: after the block's first token); drafts [k]; out [k+2], written as
+  // greedy_acceptance() writes it from the rows' argmax ids (argmax_rows' rule): out[0] = the
+  // accepted count n, out[1 .. n+1] = the n accepted drafts then the correction (n < k) or bonus
+  // (n == k) token, the rest -1. REQUIRES: logits.rows == drafts.size() + 1, out.size() ==
+  // drafts.size() + 2.
+  virtual void accept_greedy(const Tensor& logits, std::span<const int32_t> drafts, std::span<int32_t> out) = 0;
   // Slots [slot0, slot0 + n) of src decoded to f32: k, v [n][values], positions [n]; an empty
   // span skips that part.
   virtual void kv_read(const KvBuffer& src, size_t slot0, size_t n, std::span<float> k,
@@ -273,6 +282,11 @@ struct BackendOptions {
   std::string batched_matmul = "auto";  // cpu: auto, sgemm, quantized (cpu/cpu_backend.h)
   uint64_t max_device_bytes = 0;        // vulkan: device memory the backend may hold (0 = the heap)
 };
+
+// The host rule of Backend::accept_greedy over the rows' argmax ids ([k+1]) and drafts ([k]):
+// accept the leading drafts with drafts[i] == row_ids[i]; out [k+2] = {n, row_ids[0 .. n], -1...}
+// (the accepted drafts equal their rows' ids). Leviathan et al. 2023, greedy case.
+void greedy_acceptance(std::span<const int32_t> row_ids, std::span<const int32_t> drafts, std::span<int32_t> out);
 
 // The backend names open_backend knows, in preference order: {"cpu", "vulkan"}.
 std::vector<std::string> known_backends();

@@ -295,4 +295,10 @@ void CpuBackend::argmax_rows(const Tensor& src, std::span<int32_t> ids) {
   for (size_t r = 0; r < ids.size(); ++r) ids[r] = argmax(std::span<const float>(rows + r * n, n));
 }
 
+void CpuBackend::accept_greedy(const Tensor& logits, std::span<const int32_t> drafts, std::span<int32_t> out) {
+  std::vector<int32_t> ids(drafts.size() + 1);
+  argmax_rows(logits, ids);
+  greedy_acceptance(ids, drafts, out);
+}
+
 }  // namespace kakeya::engine

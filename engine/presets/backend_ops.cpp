@@ -12,6 +12,7 @@
 #include "engine/kv_policy.h"
 #include "engine/kv_quant.h"
 #include "engine/presets/reference_ops.h"
+#include "engine/sampling.h"
 
 namespace kakeya::engine {
 namespace {
@@ -335,6 +336,49 @@ Status elementwise_cases(Table& t) {
     t.backend().sync();
     t.add("argmax", "f32", dims({{"rows", rows}, {"cols", cols}}), std::vector<float>(ids.begin(), ids.end()),
           {5.0f, 999.0f, 0.0f}, 0, 0);
+  }
+  // accept_greedy against the host rule (greedy_acceptance over the reference argmax): rows built
+  // with ties so that argmax's lowest-index rule decides acceptance; drafts all accepted, none,
+  // one short of all, a tie decided against the draft, and a block without drafts.
+  {
+    const int64_t k = 5, cols = 300;
+    std::vector<float> x = rng.vec(static_cast<size_t>((k + 1) * cols));
+    std::vector<int32_t> ids(static_cast<size_t>(k + 1));
+    for (int64_t r = 0; r <= k; ++r) {
+      const int32_t lo = static_cast<int32_t>((r * 37) % cols), hi = static_cast<int32_t>((r * 37 + 101) % cols);
+      x[static_cast<size_t>(r * cols + lo)] = x[static_cast<size_t>(r * cols + hi)] = 2.0f;  // a tie
+      ids[static_cast<size_t>(r)] = std::min(lo, hi);
+    }
+    KAKEYA_ASSIGN_OR_RETURN(Tensor xt, t.f32(k + 1, cols, x));
+    const auto drafts_with = [&](int64_t n_match, int32_t mismatch) {
+      std::vector<int32_t> d(ids.begin(), ids.begin() + k);
+      if (n_match < k) d[static_cast<size_t>(n_match)] = mismatch;
+      return d;
+    };
+    struct Case {
+      const char* name;
+      std::vector<int32_t> drafts;
+    };
+    const int32_t tie_loser = static_cast<int32_t>((2 * 37 + 101) % cols);  // row 2's higher tied index
+    const Case cases[] = {{"all_accepted", drafts_with(k, 0)},
+                          {"none_accepted", drafts_with(0, ids[0] + 1)},
+                          {"last_rejected", drafts_with(k - 1, ids[static_cast<size_t>(k - 1)] + 1)},
+                          {"tie_loser_rejected", drafts_with(2, tie_loser)},
+                          {"no_drafts", {}}};
+    for (const Case& c : cases) {
+      const size_t kd = c.drafts.size();
+      const Tensor rows = xt.row_range(0, static_cast<int64_t>(kd) + 1);
+      std::vector<int32_t> got(kd + 2, -7);
+      t.backend().accept_greedy(rows, c.drafts, got);
+      t.backend().sync();
+      std::vector<int32_t> row_ids(kd + 1);
+      for (size_t r = 0; r <= kd; ++r)
+        row_ids[r] = argmax(std::span<const float>(x.data() + r * cols, static_cast<size_t>(cols)));
+      std::vector<int32_t> want(kd + 2);
+      greedy_acceptance(row_ids, c.drafts, want);
+      t.add("accept_greedy", c.name, dims({{"k", static_cast<int64_t>(kd)}, {"cols", cols}}),
+            std::vector<float>(got.begin(), got.end()), std::vector<float>(want.begin(), want.end()), 0, 0);
+    }
   }
   return ok_status();
 }

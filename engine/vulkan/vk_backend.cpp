@@ -113,6 +113,21 @@ struct VulkanBackend::Readback {
   float* out = nullptr;
 };
 
+class VulkanBackend::OpScope {
+ public:
+  OpScope(VulkanBackend& b, const char* op) : b_(b) {
+    if (b_.profiler_) b_.profiler_->op_begin(b_.recording(), op);
+  }
+  ~OpScope() {
+    if (b_.profiler_) b_.profiler_->op_end(b_.recording());
+  }
+  OpScope(const OpScope&) = delete;
+  OpScope& operator=(const OpScope&) = delete;
+
+ private:
+  VulkanBackend& b_;
+};
+
 // ---- buffers ----
 
 VulkanBuffer::~VulkanBuffer() { owner_.release(a_); }
@@ -170,6 +185,7 @@ VulkanBackend::~VulkanBackend() {
     for (const VkAllocation& b : a->blocks) memory_.free(b);
   memory_.free(act_scratch_);
   memory_.free(kv_scratch_);
+  memory_.free(accept_scratch_);
   vkDestroyFence(device_->device(), fence_, nullptr);
   vkFreeCommandBuffers(device_->device(), device_->command_pool(), 1, &cmd_);
 }
@@ -224,6 +240,7 @@ VkCommandBuffer VulkanBackend::recording() {
     bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     vkBeginCommandBuffer(cmd_, &bi);
     recording_ = true;
+    if (profiler_) profiler_->begin_submission(cmd_);
   }
   return cmd_;
 }
@@ -291,6 +308,7 @@ void VulkanBackend::sync() {
     if (rc == VK_SUCCESS) rc = vkWaitForFences(device_->device(), 1, &fence_, VK_TRUE, UINT64_MAX);
     if (rc != VK_SUCCESS) fatal("queue submission failed with " + vk_result_name(rc));
     vkResetFences(device_->device(), 1, &fence_);
+    if (profiler_) profiler_->end_submission();
     vkResetCommandBuffer(cmd_, 0);
     recording_ = false;
   }
@@ -410,6 +428,7 @@ nlohmann::json VulkanBackend::describe_weights(const ModelWeights& weights) cons
 // ---- ops ----
 
 void VulkanBackend::write(const Tensor& dst, std::span<const float> src) {
+  const OpScope scope(*this, "write");
   const size_t bytes = std::min(src.size() * sizeof(float), dst.bytes());
   const VkAllocation staged = upload(src.data(), bytes);
   copy(staged.buffer(), staged.offset, vk_buffer(dst), static_cast<const VulkanBuffer*>(dst.buffer)->allocation().offset + dst.offset, bytes);
@@ -417,18 +436,21 @@ void VulkanBackend::write(const Tensor& dst, std::span<const float> src) {
 }
 
 void VulkanBackend::embed(const Tensor& table, std::span<const int32_t> tokens, const Tensor& out) {
+  const OpScope scope(*this, "embed");
   Push p;
   p.addr(address(table)).addr(upload_i32(tokens)).addr(address(out)).u32(table.cols).u32(table.row_bytes());
   dispatch("embed", static_cast<uint32_t>(table.type), p.bytes(), static_cast<uint32_t>(tokens.size()));
 }
 
 void VulkanBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
+  const OpScope scope(*this, "rms_norm");
   Push p;
   p.addr(address(x)).addr(address(weight)).addr(address(out)).u32(x.cols).f32(eps);
   dispatch("rms_norm", 0, p.bytes(), static_cast<uint32_t>(x.rows));
 }
 
 void VulkanBackend::matmul(std::span<const MatmulOut> outs, const Tensor& x) {
+  const OpScope scope(*this, "matmul");
   const size_t n = static_cast<size_t>(x.rows);
   const size_t values = n * static_cast<size_t>(x.cols);
   uint32_t converted = 0;  // the conversion the scratch holds (0: none yet)
@@ -474,6 +496,7 @@ void VulkanBackend::matmul(std::span<const MatmulOut> outs, const Tensor& x) {
 }
 
 void VulkanBackend::rope(const Tensor& x, const RopeArgs& args, std::span<const int32_t> positions) {
+  const OpScope scope(*this, "rope");
   const RopeParams& rp = args.params;
   const std::vector<float>* ff = nullptr;
   if (args.freq_factors != nullptr) {
@@ -502,6 +525,7 @@ void VulkanBackend::rope(const Tensor& x, const RopeArgs& args, std::span<const 
 }
 
 void VulkanBackend::add_bias(const Tensor& x, const Tensor& bias) {
+  const OpScope scope(*this, "add_bias");
   const size_t n = static_cast<size_t>(x.rows * x.cols);
   Push p;
   p.addr(address(x)).addr(address(bias)).u32(n).u32(x.cols);
@@ -509,6 +533,7 @@ void VulkanBackend::add_bias(const Tensor& x, const Tensor& bias) {
 }
 
 void VulkanBackend::swiglu(const Tensor& gate, const Tensor& up) {
+  const OpScope scope(*this, "swiglu");
   const size_t n = static_cast<size_t>(gate.rows * gate.cols);
   Push p;
   p.addr(address(gate)).addr(address(up)).u32(n).u32(n);
@@ -516,6 +541,7 @@ void VulkanBackend::swiglu(const Tensor& gate, const Tensor& up) {
 }
 
 void VulkanBackend::add(const Tensor& x, const Tensor& y) {
+  const OpScope scope(*this, "add");
   const size_t n = static_cast<size_t>(x.rows * x.cols);
   Push p;
   p.addr(address(x)).addr(address(y)).u32(n).u32(n);
@@ -523,6 +549,7 @@ void VulkanBackend::add(const Tensor& x, const Tensor& y) {
 }
 
 void VulkanBackend::attention(const Tensor& q, const AttentionArgs& args, const Tensor& out) {
+  const OpScope scope(*this, "attention");
   std::vector<GpuKvView> views(args.kv.size());
   for (size_t g = 0; g < args.kv.size(); ++g) {
     const KvHeadView& h = args.kv[g];
@@ -552,6 +579,7 @@ void VulkanBackend::attention(const Tensor& q, const AttentionArgs& args, const 
 
 void VulkanBackend::kv_store(KvBuffer& dst, size_t slot0, const Tensor& k, const Tensor& v,
                              std::span<const int32_t> positions, std::span<const size_t> heads, size_t head_dim) {
+  const OpScope scope(*this, "kv_store");
   auto& d = static_cast<VulkanKvBuffer&>(dst);
   const KvRowFormat& f = d.format();
   std::vector<int32_t> head_ids(heads.begin(), heads.end());
@@ -566,6 +594,7 @@ void VulkanBackend::kv_store(KvBuffer& dst, size_t slot0, const Tensor& k, const
 
 void VulkanBackend::kv_copy(const KvBuffer& src, size_t src_slot, KvBuffer& dst, size_t dst_slot, size_t n) {
   if (n == 0) return;
+  const OpScope scope(*this, "kv_copy");
   const auto& s = static_cast<const VulkanKvBuffer&>(src);
   auto& d = static_cast<VulkanKvBuffer&>(dst);
   const size_t rb = s.format().row_bytes();
@@ -599,6 +628,7 @@ void VulkanBackend::kv_copy(const KvBuffer& src, size_t src_slot, KvBuffer& dst,
 }
 
 void VulkanBackend::read(const Tensor& src, std::span<float> dst) {
+  const OpScope scope(*this, "read");
   const size_t bytes = std::min(dst.size() * sizeof(float), src.bytes());
   const VkAllocation r = arena_alloc(*readback_, bytes);
   copy(vk_buffer(src), static_cast<const VulkanBuffer*>(src.buffer)->allocation().offset + src.offset, r.buffer(),
@@ -612,6 +642,7 @@ void VulkanBackend::read(const Tensor& src, std::span<float> dst) {
 }
 
 void VulkanBackend::argmax_rows(const Tensor& src, std::span<int32_t> ids) {
+  const OpScope scope(*this, "argmax");
   const VkAllocation r = arena_alloc(*readback_, ids.size() * sizeof(int32_t));
   Push p;
   p.addr(address(src)).addr(r.address()).u32(src.cols);
@@ -623,8 +654,27 @@ void VulkanBackend::argmax_rows(const Tensor& src, std::span<int32_t> ids) {
   readbacks_.push_back(rb);
 }
 
+void VulkanBackend::accept_greedy(const Tensor& logits, std::span<const int32_t> drafts, std::span<int32_t> out) {
+  const OpScope scope(*this, "accept_greedy");
+  const size_t k = drafts.size();
+  const VkAllocation& ids = scratch(accept_scratch_, (k + 1) * sizeof(int32_t));
+  Push a;
+  a.addr(address(logits)).addr(ids.address()).u32(logits.cols);
+  dispatch("argmax", 0, a.bytes(), static_cast<uint32_t>(k + 1));
+  const VkAllocation r = arena_alloc(*readback_, out.size() * sizeof(int32_t));
+  Push p;
+  p.addr(ids.address()).addr(drafts.empty() ? 0 : upload_i32(drafts)).addr(r.address()).u32(k);
+  dispatch("accept_greedy", 0, p.bytes(), 1);
+  Readback rb;
+  rb.src = r.mapped();
+  rb.dst = out.data();
+  rb.bytes = out.size() * sizeof(int32_t);
+  readbacks_.push_back(rb);
+}
+
 void VulkanBackend::kv_read(const KvBuffer& src, size_t slot0, size_t n, std::span<float> k, std::span<float> v,
                             std::span<int32_t> positions) {
+  const OpScope scope(*this, "kv_read");
   const auto& s = static_cast<const VulkanKvBuffer&>(src);
   const KvRowFormat& f = s.format();
   const size_t rb = f.row_bytes();
@@ -651,6 +701,38 @@ void VulkanBackend::kv_read(const KvBuffer& src, size_t slot0, size_t n, std::sp
     readbacks_.push_back(d);
   }
   barrier();
+}
+
+// ---- profiling and probes ----
+
+Status VulkanBackend::set_profiling(bool on) {
+  sync();
+  if (!on) {
+    profiler_.reset();
+    return ok_status();
+  }
+  if (profiler_) return ok_status();
+  KAKEYA_ASSIGN_OR_RETURN(profiler_, VulkanProfiler::create(*device_));
+  return ok_status();
+}
+
+std::map<std::string, OpTime> VulkanBackend::op_profile() const {
+  return profiler_ ? profiler_->totals() : std::map<std::string, OpTime>{};
+}
+
+void VulkanBackend::clear_profile() {
+  if (profiler_) profiler_->clear();
+}
+
+void VulkanBackend::stream_read(const Tensor& src) {
+  const OpScope scope(*this, "stream_read");
+  const size_t vectors = src.bytes() / 16;
+  constexpr uint32_t kWg = 256;
+  // Enough workgroups to fill any device (each invocation then loops over the rest).
+  const uint32_t groups = static_cast<uint32_t>(std::min<size_t>((vectors + kWg - 1) / kWg, 4096));
+  Push p;
+  p.addr(address(src)).u32(vectors);
+  dispatch("stream_read", 0, p.bytes(), groups, 1, 1, kWg);
 }
 
 }  // namespace kakeya::engine

@@ -27,8 +27,11 @@
 //     RMSNorm sums squares and attention sums probabilities in f32 (the CPU: double).
 //   * attention: online softmax in chunks of the workgroup size (any context length).
 //
+// Greedy speculative acceptance runs on the device (accept_greedy): a verify block reads back its
+// accepted count and committed ids only.
+//
 // Not yet (issue 16): a cooperative-matrix shader (vk_matmul_path.h says why), fused ops,
-// device-side greedy acceptance, a flash-attention kernel for long prefill.
+// a flash-attention kernel for long prefill.
 #include <map>
 #include <memory>
 #include <string>
@@ -38,6 +41,7 @@
 #include "engine/vulkan/vk_device.h"
 #include "engine/vulkan/vk_memory.h"
 #include "engine/vulkan/vk_pipelines.h"
+#include "engine/vulkan/vk_profile.h"
 
 namespace kakeya::engine {
 
@@ -101,11 +105,27 @@ class VulkanBackend final : public Backend {
   void kv_copy(const KvBuffer& src, size_t src_slot, KvBuffer& dst, size_t dst_slot, size_t n) override;
   void read(const Tensor& src, std::span<float> dst) override;
   void argmax_rows(const Tensor& src, std::span<int32_t> ids) override;
+  // argmax.comp into device scratch, then accept_greedy.comp: k + 2 ints come back.
+  void accept_greedy(const Tensor& logits, std::span<const int32_t> drafts, std::span<int32_t> out) override;
   void kv_read(const KvBuffer& src, size_t slot0, size_t n, std::span<float> k, std::span<float> v,
                std::span<int32_t> positions) override;
   void sync() override;
 
   const DeviceCaps& caps() const { return device_->caps(); }
+
+  // Profiling (vk_profile.h), off by default: when on, each op is timed on the device and
+  // op_profile() gives the milliseconds per op kind summed since profiling was turned on or
+  // cleared. Turning it on or off syncs first. Errors: VulkanProfiler::create's ("backend_unavailable"
+  // when the queue has no timestamps).
+  Status set_profiling(bool on);
+  bool profiling() const { return profiler_ != nullptr; }
+  std::map<std::string, OpTime> op_profile() const;
+  void clear_profile();
+
+  // Reads every 16-byte vector of src once (stream_read.comp, coalesced grid-stride loads, no
+  // stores), as a bandwidth probe for bench/gpu_bench: time it with profiling (op kind
+  // "stream_read"). REQUIRES: src.bytes() a multiple of 16.
+  void stream_read(const Tensor& src);
   // Called by buffers when they are destroyed: freed now, or after the next sync() when
   // recorded ops may still use the memory.
   void release(const VkAllocation& a);
@@ -113,6 +133,8 @@ class VulkanBackend final : public Backend {
  private:
   struct Arena;
   struct Readback;
+  // Brackets one op with timestamps while profiling (nothing otherwise).
+  class OpScope;
   // Host-visible bytes for this submission: returns the allocation range (block + offset).
   VkAllocation arena_alloc(Arena& arena, size_t bytes);
   VkAllocation upload(const void* data, size_t bytes);
@@ -141,7 +163,7 @@ class VulkanBackend final : public Backend {
   std::unique_ptr<Arena> args_, readback_;
   std::vector<Readback> readbacks_;
   std::vector<VkAllocation> pending_free_;
-  VkAllocation act_scratch_, kv_scratch_;
+  VkAllocation act_scratch_, kv_scratch_, accept_scratch_;
   // The RoPE angle table uploaded last in this submission, reused while positions repeat.
   std::vector<int32_t> rope_positions_;
   RopeParams rope_params_;
@@ -149,6 +171,7 @@ class VulkanBackend final : public Backend {
   VkDeviceAddress rope_table_ = 0;
   // Host copies of the vector weights (norms, biases, RoPE frequency factors) by device address.
   std::map<VkDeviceAddress, std::vector<float>> host_vectors_;
+  std::unique_ptr<VulkanProfiler> profiler_;  // null unless profiling
 };
 
 // The factory behind open_backend("vulkan[:N]"): device `index` (-1 = the default device).

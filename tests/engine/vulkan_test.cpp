@@ -24,6 +24,9 @@
 #include "engine/speculative.h"
 #include "engine/tokenizer.h"
 #include "engine/vulkan/vk_matmul_path.h"
+#if defined(KAKEYA_HAVE_VULKAN)
+#include "engine/vulkan/vk_backend.h"
+#endif
 #include "tests/engine/backends.h"
 #include "tests/harness/paths.h"
 
@@ -360,6 +363,35 @@ TEST(Vulkan, DeviceMemoryIsMeasuredAndTight) {
       << m.dump();
   EXPECT_EQ(vk->allocated_bytes(), m["held_bytes"].get<size_t>());
 }
+
+#if defined(KAKEYA_HAVE_VULKAN)
+// Profiling (vk_profile.h) is off by default and then times nothing; on, every op of a decode
+// step is timed by kind, and the logits are the same as without it.
+TEST(Vulkan, ProfilingTimesEachOpKindOnlyWhenOn) {
+  REQUIRE_VULKAN();
+  auto& vb = static_cast<VulkanBackend&>(*vk);
+  ASSERT_FALSE(vb.profiling());
+  auto ctx = test::context(model(testing::models_dir() / "stories260K-f32.gguf"), *vk, 64);
+  const std::vector<int32_t> prompt = {1, 400, 300};
+  auto plain = ctx->eval(prompt);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(vb.op_profile().empty()) << "nothing is timed while profiling is off";
+  ctx->truncate(0);
+  ASSERT_TRUE(vb.set_profiling(true).ok());
+  auto profiled = ctx->eval(prompt);
+  ASSERT_TRUE(profiled.ok());
+  EXPECT_EQ(profiled.value(), plain.value());
+  const auto prof = vb.op_profile();
+  const size_t n_layer = static_cast<size_t>(ctx->model().hparams().n_layer);
+  ASSERT_TRUE(prof.count("matmul") && prof.count("attention") && prof.count("read"));
+  EXPECT_EQ(prof.at("attention").count, n_layer);
+  EXPECT_EQ(prof.at("matmul").count, 4 * n_layer + 1) << "q/k/v, o, gate/up, down per layer, then the output head";
+  EXPECT_EQ(prof.at("read").count, 1u);
+  for (const auto& [op, t] : prof) EXPECT_GE(t.ms, 0.0) << op;
+  ASSERT_TRUE(vb.set_profiling(false).ok());
+  EXPECT_TRUE(vb.op_profile().empty());
+}
+#endif
 
 TEST(Vulkan, ErrorsNameWhatIsMissing) {
   REQUIRE_VULKAN();
