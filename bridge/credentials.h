@@ -15,6 +15,9 @@ struct Credentials {
   std::string username, token;  // HTTP(S) basic auth; token is sent as the password
   std::string ssh_public_key, ssh_private_key, ssh_passphrase;  // key file paths / passphrase
   std::string ca_bundle;  // explicit CA file for HTTPS (GIT_OPT_SET_SSL_CERT_LOCATIONS); process-wide
+  // OpenSSH known_hosts file that pins ssh:// servers' host keys (bridge/known_hosts.h); an
+  // unknown, changed or revoked host key refuses the connection before any credential is sent.
+  std::string ssh_known_hosts;
 };
 
 // Loads credentials for `remote_url`, first source that applies wins:
@@ -27,7 +30,8 @@ struct Credentials {
 //     line -> error `credentials_not_found` naming the file and host.
 //  3. Neither: empty credentials (anonymous; fine for git:// and public remotes).
 // Independently of the source: KAKEYA_GIT_SSH_KEY (private key path; public key = path + ".pub" when
-// that file exists), KAKEYA_GIT_SSH_PASSPHRASE, KAKEYA_GIT_CA_BUNDLE fill the ssh/CA fields.
+// that file exists), KAKEYA_GIT_SSH_PASSPHRASE, KAKEYA_GIT_CA_BUNDLE fill the ssh/CA fields;
+// KAKEYA_GIT_SSH_KNOWN_HOSTS names the known_hosts file (default $HOME/.ssh/known_hosts).
 // Errors (`credentials_file`, `bad_credentials_line`, `bad_remote_url`) name the file and line
 // number, never the token.
 Result<Credentials> load_credentials(const std::string& remote_url,

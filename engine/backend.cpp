@@ -1,7 +1,12 @@
 #include "engine/backend.h"
 
+#include <algorithm>
+
 #include "engine/cpu/cpu_backend.h"
 #include "engine/kv_quant.h"
+#if defined(KAKEYA_HAVE_VULKAN)
+#include "engine/vulkan/vk_backend.h"
+#endif
 
 namespace kakeya::engine {
 
@@ -32,6 +37,7 @@ Result<std::shared_ptr<const ModelWeights>> Backend::weights(const LlamaModel& m
   std::erase_if(uploads_, [](const auto& entry) { return entry.second.expired(); });
   auto it = uploads_.find(model.id());
   if (it != uploads_.end()) return it->second.lock();
+  KAKEYA_TRY(check_upload(model));
   auto w = std::make_shared<ModelWeights>();
   const LlamaWeights& src = model.weights();
   const GgufFile* file = &model.gguf();
@@ -70,13 +76,35 @@ Result<std::shared_ptr<const ModelWeights>> Backend::weights(const LlamaModel& m
   return std::shared_ptr<const ModelWeights>(std::move(w));
 }
 
+void greedy_acceptance(std::span<const int32_t> row_ids, std::span<const int32_t> drafts, std::span<int32_t> out) {
+  size_t n = 0;
+  while (n < drafts.size() && drafts[n] == row_ids[n]) ++n;
+  std::fill(out.begin(), out.end(), -1);
+  out[0] = static_cast<int32_t>(n);
+  std::copy(row_ids.begin(), row_ids.begin() + static_cast<std::ptrdiff_t>(n + 1), out.begin() + 1);
+}
+
 std::vector<std::string> known_backends() { return {"cpu", "vulkan"}; }
 
 Result<std::unique_ptr<Backend>> open_backend(const std::string& spec, const BackendOptions& options) {
   if (spec == "cpu") return open_cpu_backend(options);
   if (spec == "vulkan" || spec.rfind("vulkan:", 0) == 0) {
+    int index = -1;
+    if (spec != "vulkan") {
+      const std::string n = spec.substr(7);
+      if (n.empty() || n.size() > 4 || n.find_first_not_of("0123456789") != std::string::npos) {
+        return make_error("bad_param", "backend \"" + spec + "\": the device number must be 0-9999");
+      }
+      index = std::stoi(n);
+    }
+#if defined(KAKEYA_HAVE_VULKAN)
+    return open_vulkan_backend(index, options);
+#else
+    (void)index;
     return make_error("backend_unavailable", "backend \"" + spec +
-                                                 "\": this build has no Vulkan backend (only cpu)");
+                                                 "\": this build has no Vulkan backend (built with "
+                                                 "-DKAKEYA_VULKAN=OFF or without libvulkan/glslc)");
+#endif
   }
   return make_error("bad_param", "backend \"" + spec + "\" is not cpu, vulkan or vulkan:N");
 }

@@ -6,7 +6,8 @@
 // Execution model. Ops are ENQUEUED on a backend in program order. The CPU backend
 // (cpu/cpu_backend.h) runs each op when it is enqueued; a GPU backend records them (one command
 // buffer per forward pass) and executes them at sync(). Hence:
-//   * No op returns device data to the host except the readback ops (read, argmax_rows, kv_read);
+//   * No op returns device data to the host except the readback ops (read, argmax_rows,
+//     accept_greedy, kv_read);
 //     the host memory they write holds the data after the next sync() (at once on the CPU).
 //   * Host values an op needs (token ids, positions, slot counts, visibility bounds, which rows
 //     to move) are op ARGUMENTS, copied when the op is enqueued; host spans may be reused as soon
@@ -194,11 +195,19 @@ class Backend {
   virtual Result<std::unique_ptr<KvBuffer>> alloc_kv(const KvRowFormat& format, size_t capacity) = 0;
   // Device bytes held right now by this backend's buffers, KV storage and uploads.
   virtual size_t allocated_bytes() const = 0;
+  // The backend's memory as measured by its allocator, for reports (engine.memory, beside the
+  // host's peak RSS): at least {"held_bytes"}; a GPU backend adds peaks and bytes per use
+  // (weights, kv, scratch, staging).
+  virtual nlohmann::json memory_report() const { return {{"held_bytes", allocated_bytes()}}; }
 
   // ---- weights ----
   // `model`'s weights on this backend: uploaded on the first call, then shared while any caller
   // holds the result. Errors: upload_weight's.
   Result<std::shared_ptr<const ModelWeights>> weights(const LlamaModel& model);
+  // Called by weights() before the first byte of `model` is uploaded: a backend refuses a model
+  // it cannot hold here ("out_of_memory" naming the bytes needed and available, "bad_shape"
+  // naming a shape its kernels cannot run), so nothing is uploaded in vain.
+  virtual Status check_upload(const LlamaModel& model) { (void)model; return ok_status(); }
   // One weight of [w.n_out][w.n_in]. `source` is the file w points into (the backend may drop its
   // pages once it holds a copy), or nullptr. Errors: "unsupported_type" naming the tensor and its
   // type, "out_of_memory".
@@ -247,6 +256,14 @@ class Backend {
   virtual void read(const Tensor& src, std::span<float> dst) = 0;
   // ids[r] = the index of the largest value of row r (ties: the lowest index; sampling.h argmax).
   virtual void argmax_rows(const Tensor& src, std::span<int32_t> ids) = 0;
+  // Greedy speculative acceptance (speculative.h) of one verify block, decided where the logits
+  // are, so only the outcome comes back. logits [k+1][n_vocab]: row i predicts the token after
+  // drafts[i-1] (row 0: after the block's first token); drafts [k]; out [k+2], written as
+  // greedy_acceptance() writes it from the rows' argmax ids (argmax_rows' rule): out[0] = the
+  // accepted count n, out[1 .. n+1] = the n accepted drafts then the correction (n < k) or bonus
+  // (n == k) token, the rest -1. REQUIRES: logits.rows == drafts.size() + 1, out.size() ==
+  // drafts.size() + 2.
+  virtual void accept_greedy(const Tensor& logits, std::span<const int32_t> drafts, std::span<int32_t> out) = 0;
   // Slots [slot0, slot0 + n) of src decoded to f32: k, v [n][values], positions [n]; an empty
   // span skips that part.
   virtual void kv_read(const KvBuffer& src, size_t slot0, size_t n, std::span<float> k,
@@ -263,14 +280,21 @@ struct BackendOptions {
   int threads = 1;                      // host threads (>= 1)
   std::string weight_layout = "auto";   // cpu: auto (packed on AVX2/AVX-512 CPUs), packed, row-major
   std::string batched_matmul = "auto";  // cpu: auto, sgemm, quantized (cpu/cpu_backend.h)
+  uint64_t max_device_bytes = 0;        // vulkan: device memory the backend may hold (0 = the heap)
 };
+
+// The host rule of Backend::accept_greedy over the rows' argmax ids ([k+1]) and drafts ([k]):
+// accept the leading drafts with drafts[i] == row_ids[i]; out [k+2] = {n, row_ids[0 .. n], -1...}
+// (the accepted drafts equal their rows' ids). Leviathan et al. 2023, greedy case.
+void greedy_acceptance(std::span<const int32_t> row_ids, std::span<const int32_t> drafts, std::span<int32_t> out);
 
 // The backend names open_backend knows, in preference order: {"cpu", "vulkan"}.
 std::vector<std::string> known_backends();
 
-// Opens a backend: "cpu", or "vulkan" / "vulkan:N" (device N). Errors: "bad_param" (an unknown
-// spec or option value, named), "backend_unavailable" (a known backend this build or machine
-// cannot open, saying why: never a fallback to another backend).
+// Opens a backend: "cpu", or "vulkan" / "vulkan:N" (device N; "vulkan" = the first discrete GPU,
+// else device 0: vulkan/vk_device.h). Errors: "bad_param" (an unknown spec or option value, or a
+// device number past the devices present, named), "backend_unavailable" (a known backend this
+// build or machine cannot open, saying why: never a fallback to another backend).
 Result<std::unique_ptr<Backend>> open_backend(const std::string& spec, const BackendOptions& options = {});
 
 }  // namespace kakeya::engine

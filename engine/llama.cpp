@@ -56,6 +56,23 @@ Result<std::vector<int32_t>> LlamaContext::eval_argmax(std::span<const int32_t> 
   return ids;
 }
 
+Result<std::vector<int32_t>> LlamaContext::eval_accept_greedy(std::span<const int32_t> block) {
+  std::vector<int32_t> out(block.size() + 1);
+  if (block.size() > options_.n_batch) {  // rows of several forward passes: the rule on the host
+    KAKEYA_ASSIGN_OR_RETURN(std::vector<int32_t> ids, eval_argmax(block, /*all_rows=*/true));
+    greedy_acceptance(ids, block.subspan(1), out);
+    return out;
+  }
+  drop_partial();
+  KAKEYA_TRY(check_tokens(block, kv_->n_free()));
+  Readback rb;
+  rb.all_rows = true;
+  rb.drafts = block.subspan(1);
+  rb.accept = out.data();
+  KAKEYA_TRY(forward(block.data(), block.size(), weights_->layers.size(), rb));
+  return out;
+}
+
 Result<std::vector<float>> LlamaContext::eval_layers(std::span<const int32_t> tokens, size_t n_layers,
                                                      bool all_logits) {
   const size_t n_layer = weights_->layers.size();
@@ -219,7 +236,7 @@ Status LlamaContext::forward(const int32_t* tokens, size_t n, size_t n_layers, c
     (void)kv_->commit(n);
   }
 
-  if (out.logits != nullptr || out.ids != nullptr) {
+  if (out.logits != nullptr || out.ids != nullptr || out.accept != nullptr) {
     const int64_t first = out.all_rows ? 0 : rows - 1;
     const int64_t n_out = rows - first;
     const Tensor head_in = s.xn.row_range(0, n_out);
@@ -230,6 +247,7 @@ Status LlamaContext::forward(const int32_t* tokens, size_t n, size_t n_layers, c
     const size_t count = static_cast<size_t>(n_out);
     if (out.logits != nullptr) B.read(logits, std::span<float>(out.logits, count * static_cast<size_t>(hp.n_vocab)));
     if (out.ids != nullptr) B.argmax_rows(logits, std::span<int32_t>(out.ids, count));
+    if (out.accept != nullptr) B.accept_greedy(logits, out.drafts, std::span<int32_t>(out.accept, count + 1));
   }
   B.sync();
   return ok_status();

@@ -64,6 +64,12 @@ class LlamaContext {
   // sampling.h argmax): [1], or [n_tokens] when all_rows. For greedy decoding and greedy
   // speculative acceptance.
   Result<std::vector<int32_t>> eval_argmax(std::span<const int32_t> tokens, bool all_rows = false);
+  // Greedy speculative verify: appends `block` = [last, d1..dk] like eval() and decides the
+  // acceptance of the drafts d1..dk on the backend (Backend::accept_greedy), so only the outcome
+  // is read back: [k+2] = {accepted count n, d1..dn, correction or bonus token, -1...}. A block
+  // longer than n_batch (several forward passes) reads back its rows' argmax ids and applies
+  // the same rule on the host (greedy_acceptance). Errors: as eval().
+  Result<std::vector<int32_t>> eval_accept_greedy(std::span<const int32_t> block);
 
   // Forgets every token at position >= n_tokens (KV length reset, O(1)). Drops partial tokens.
   void truncate(size_t n_tokens) {
@@ -102,11 +108,14 @@ class LlamaContext {
   LlamaContext(const LlamaModel& model, Backend& backend, std::shared_ptr<const ModelWeights> weights,
                ContextOptions options);
   // What a forward pass reads back: nothing (a prefill chunk before the last), the logits of
-  // the selected rows, or their argmax ids.
+  // the selected rows, their argmax ids, or the greedy acceptance of a verify block.
   struct Readback {
     bool all_rows = false;
     float* logits = nullptr;  // [rows][n_vocab]
     int32_t* ids = nullptr;   // [rows]
+    // accept_greedy over every row (all_rows): drafts [rows-1], accept [rows+1].
+    std::span<const int32_t> drafts;
+    int32_t* accept = nullptr;
   };
   // One forward pass over n tokens at positions n_past() + n_partial() ...; n_layers < the
   // model's n_layer: a partial (layer-skip) pass, see eval_layers().

@@ -5,7 +5,7 @@
 #include "engine/cmd/commands.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"kakeya-engine — GGUF Llama inference presets on a backend (--backend cpu)"};
+  CLI::App app{"kakeya-engine — GGUF Llama inference presets on a backend (--backend cpu | vulkan[:N])"};
   app.set_version_flag("--version", kakeya::engine_version());
   app.require_subcommand(1);
   int exit_code = 0;
@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   kakeya::engine::cmd::add_kv_quant_eval(app, exit_code);
   kakeya::engine::cmd::add_kv_calibrate(app, exit_code);
   kakeya::engine::cmd::add_perplexity(app, exit_code);
+  kakeya::engine::cmd::add_selftest(app, exit_code);
+  kakeya::engine::cmd::add_devices(app, exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

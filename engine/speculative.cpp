@@ -189,38 +189,35 @@ Result<GenerationResult> speculative_generate(LlamaContext& target, DraftSource&
     const size_t context_before = c.context().size();
     batch.assign(1, c.context().back());
     batch.insert(batch.end(), block.tokens.begin(), block.tokens.end());
-    // Greedy: only each row's argmax comes back from the backend; sampling needs the logits.
-    std::vector<int32_t> row_ids;
-    std::vector<float> rows;
-    if (sampler.greedy()) {
-      KAKEYA_ASSIGN_OR_RETURN(row_ids, target.eval_argmax(batch, /*all_rows=*/true));
-    } else {
-      KAKEYA_ASSIGN_OR_RETURN(rows, target.eval(batch, /*all_logits=*/true));
-    }
-    ++out.target_forwards;
-
     size_t n_acc = 0;
-    for (size_t i = 0; i <= kd && go; ++i) {
-      if (i == kd) {  // every draft accepted (or none proposed): the target's own next token
-        go = c.push(sampler.greedy() ? row_ids[i]
-                                     : sampler.sample(std::span<const float>(rows.data() + i * n_vocab, n_vocab)));
-        break;
+    if (sampler.greedy()) {
+      // Acceptance decided on the backend: only {n, accepted drafts, correction/bonus} comes back.
+      KAKEYA_ASSIGN_OR_RETURN(const std::vector<int32_t> decided, target.eval_accept_greedy(batch));
+      ++out.target_forwards;
+      const size_t n = static_cast<size_t>(decided[0]);
+      for (size_t i = 0; i <= n && go; ++i) {
+        go = c.push(decided[1 + i]);
+        if (i < n) ++n_acc;  // an accepted draft (the last pushed token is the correction/bonus)
       }
-      const int32_t d = block.tokens[i];
-      AcceptDecision dec;
-      if (sampler.greedy()) {
-        dec = {row_ids[i], row_ids[i] == d};
-      } else {
+      out.accepted += n_acc;
+    } else {
+      KAKEYA_ASSIGN_OR_RETURN(const std::vector<float> rows, target.eval(batch, /*all_logits=*/true));
+      ++out.target_forwards;
+      for (size_t i = 0; i <= kd && go; ++i) {
+        if (i == kd) {  // every draft accepted (or none proposed): the target's own next token
+          go = c.push(sampler.sample(std::span<const float>(rows.data() + i * n_vocab, n_vocab)));
+          break;
+        }
         const std::span<const float> row(rows.data() + i * n_vocab, n_vocab);
         const std::vector<float> p = sampling_probabilities(row, options.sampling);
         const std::span<const float> q =
             i < block.q.size() ? std::span<const float>(block.q[i]) : std::span<const float>();
-        dec = speculative_accept(p, q, d, sampler);
+        const AcceptDecision dec = speculative_accept(p, q, block.tokens[i], sampler);
+        go = c.push(dec.token);
+        if (!dec.accepted) break;
+        ++n_acc;
+        ++out.accepted;
       }
-      go = c.push(dec.token);
-      if (!dec.accepted) break;
-      ++n_acc;
-      ++out.accepted;
     }
     // Keep `last` and the accepted drafts; the committed correction/bonus is the next `last`.
     target.truncate(base + 1 + n_acc);

@@ -21,8 +21,10 @@
 // backend's requirement "verify agrees with decode" (backend.h): blocks shorter than
 // kExactBlockTokens are computed like one-token decode by every backend in its default options
 // (the CPU backend opened with batched_matmul=sgemm gives it up). Prefill runs the same way in
-// both loops, so both start from identical KV. Greedy loops read back only the argmax of each
-// row (LlamaContext::eval_argmax).
+// both loops, so both start from identical KV. Greedy AR reads back only the argmax id
+// (LlamaContext::eval_argmax); greedy verify decides acceptance on the backend and reads back
+// only the accepted count and the committed ids (LlamaContext::eval_accept_greedy,
+// Backend::accept_greedy).
 //
 // Stopping (both loops, checked after every committed token, in this order): EOS (not included
 // in the output), the runaway guard (the last 12·u generated tokens are one unit of u = 1..8

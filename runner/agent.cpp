@@ -14,6 +14,7 @@
 #include "bridge/utf8.h"
 #include "bridge/version.h"
 #include "runner/publish.h"
+#include "runner/request_signing.h"
 
 namespace kakeya::runner {
 
@@ -326,6 +327,14 @@ void Agent::handle_branch(const BranchView& view, PollStats& stats) {
       reject(view, v.error().message);
       ++stats.rejected;
       return;
+    }
+    if (cfg_.request_signing) {
+      auto signer = authorize_request(*bus_, *cfg_.request_signing, view.tip, manifest->preset);
+      if (!signer.ok()) {
+        reject(view, signer.error().message);
+        ++stats.rejected;
+        return;
+      }
     }
     std::string why;
     if (!can_run(*preset, &why)) {

@@ -42,12 +42,6 @@ std::string read_file(const fs::path& p) {
   return ss.str();
 }
 
-fs::path self_exe_dir() {
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path() : exe.parent_path();
-}
-
 // Values of the configured secret environment names, plus the git token, for redaction.
 std::vector<std::string> secret_values(const RunnerConfig& cfg) {
   std::vector<std::string> out;
@@ -74,7 +68,7 @@ const char* to_string(JobEnd e) {
 }
 
 bridge::CommitAuthor runner_author(const RunnerConfig& cfg) {
-  return bridge::CommitAuthor{cfg.identity.name, cfg.identity.email};
+  return cfg.identity;
 }
 
 Job::Job(const RunnerConfig& cfg, JobRequest req, std::unique_ptr<bridge::GitBus> bus, fs::path job_dir,

@@ -10,6 +10,7 @@ PKGS=(
   libvulkan-dev mesa-vulkan-drivers vulkan-tools glslc
   clang libclang-rt-14-dev
   lighttpd
+  openssh-client openssh-server
   procps python3
 )
 missing=()

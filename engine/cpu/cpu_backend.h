@@ -145,6 +145,8 @@ class CpuBackend final : public Backend {
   void kv_copy(const KvBuffer& src, size_t src_slot, KvBuffer& dst, size_t dst_slot, size_t n) override;
   void read(const Tensor& src, std::span<float> dst) override;
   void argmax_rows(const Tensor& src, std::span<int32_t> ids) override;
+  // argmax_rows, then greedy_acceptance on the host (no device in between).
+  void accept_greedy(const Tensor& logits, std::span<const int32_t> drafts, std::span<int32_t> out) override;
   void kv_read(const KvBuffer& src, size_t slot0, size_t n, std::span<float> k, std::span<float> v,
                std::span<int32_t> positions) override;
   void sync() override {}

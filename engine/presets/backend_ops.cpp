@@ -12,6 +12,7 @@
 #include "engine/kv_policy.h"
 #include "engine/kv_quant.h"
 #include "engine/presets/reference_ops.h"
+#include "engine/sampling.h"
 
 namespace kakeya::engine {
 namespace {
@@ -126,9 +127,10 @@ MatmulTol matmul_tolerance(GgmlType type) {
 
 Status matmul_cases(Table& t) {
   Rng rng(1);
-  const std::vector<std::pair<GgmlType, std::vector<int64_t>>> types = {
-      {GgmlType::F32, {32, 96}}, {GgmlType::F16, {32, 96}}, {GgmlType::BF16, {32, 96}}, {GgmlType::Q8_0, {32, 96}},
-      {GgmlType::Q4_0, {32, 96}}, {GgmlType::Q4_K, {256, 512}}, {GgmlType::Q6_K, {256, 512}}};
+  // Every storage type: rows of one block and of several.
+  std::vector<std::pair<GgmlType, std::vector<int64_t>>> types;
+  for (GgmlType type : ggml_storage_types())
+    types.push_back({type, ggml_block_size(type) == 256 ? std::vector<int64_t>{256, 512} : std::vector<int64_t>{32, 96}});
   for (const auto& [type, n_ins] : types) {
     const MatmulTol tol = matmul_tolerance(type);
     for (int64_t n_in : n_ins) {
@@ -201,8 +203,7 @@ Status matmul_cases(Table& t) {
 
 Status embed_cases(Table& t) {
   Rng rng(2);
-  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
-                        GgmlType::Q4_K, GgmlType::Q6_K}) {
+  for (GgmlType type : ggml_storage_types()) {
     const int64_t cols = ggml_block_size(type) == 256 ? 256 : 96, rows = 7;
     const auto bytes = random_rows(type, cols, rows, rng);
     const WeightMatrix w{"op.table", type, bytes.data(), cols, rows, ggml_row_bytes(type, cols)};
@@ -214,6 +215,27 @@ Status embed_cases(Table& t) {
     std::vector<float> want;
     for (int32_t id : tokens) want.insert(want.end(), all.begin() + id * cols, all.begin() + (id + 1) * cols);
     t.add("embed", ggml_type_name(type), dims({{"cols", cols}, {"rows", rows}, {"tokens", 5}}), t.read(out), want, 0, 0);
+  }
+  // Subnormal f16 block scales (real Q6_K/Q8_0 files of small weights have them): every block's
+  // d set to a subnormal, read back exactly.
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q6_K}) {
+    const int64_t cols = ggml_block_size(type) == 256 ? 256 : 96, rows = 3;
+    auto bytes = random_rows(type, cols, rows, rng);
+    const size_t d_at = type == GgmlType::Q6_K ? 208 : 0, block = ggml_block_bytes(type);
+    for (size_t b = 0; b < bytes.size() / block; ++b) {
+      const uint16_t sub = static_cast<uint16_t>(0x0001 + 37 * b % 0x03FF);  // exponent 0: subnormal
+      std::memcpy(bytes.data() + b * block + d_at, &sub, sizeof sub);
+    }
+    const WeightMatrix w{"op.table", type, bytes.data(), cols, rows, ggml_row_bytes(type, cols)};
+    KAKEYA_ASSIGN_OR_RETURN(Tensor table, t.weight(w, WeightUse::kRows));
+    const std::vector<int32_t> tokens = {2, 0, 1};
+    KAKEYA_ASSIGN_OR_RETURN(Tensor out, t.f32(3, cols));
+    t.backend().embed(table, tokens, out);
+    const std::vector<float> all = reference::dequantize(w);
+    std::vector<float> want;
+    for (int32_t id : tokens) want.insert(want.end(), all.begin() + id * cols, all.begin() + (id + 1) * cols);
+    t.add("embed", ggml_type_name(type), dims({{"cols", cols}, {"rows", rows}, {"tokens", 3}}) + " subnormal_scales",
+          t.read(out), want, 0, 0);
   }
   return ok_status();
 }
@@ -337,6 +359,49 @@ Status elementwise_cases(Table& t) {
     t.backend().sync();
     t.add("argmax", "f32", dims({{"rows", rows}, {"cols", cols}}), std::vector<float>(ids.begin(), ids.end()),
           {5.0f, 999.0f, 0.0f}, 0, 0);
+  }
+  // accept_greedy against the host rule (greedy_acceptance over the reference argmax): rows built
+  // with ties so that argmax's lowest-index rule decides acceptance; drafts all accepted, none,
+  // one short of all, a tie decided against the draft, and a block without drafts.
+  {
+    const int64_t k = 5, cols = 300;
+    std::vector<float> x = rng.vec(static_cast<size_t>((k + 1) * cols));
+    std::vector<int32_t> ids(static_cast<size_t>(k + 1));
+    for (int64_t r = 0; r <= k; ++r) {
+      const int32_t lo = static_cast<int32_t>((r * 37) % cols), hi = static_cast<int32_t>((r * 37 + 101) % cols);
+      x[static_cast<size_t>(r * cols + lo)] = x[static_cast<size_t>(r * cols + hi)] = 2.0f;  // a tie
+      ids[static_cast<size_t>(r)] = std::min(lo, hi);
+    }
+    KAKEYA_ASSIGN_OR_RETURN(Tensor xt, t.f32(k + 1, cols, x));
+    const auto drafts_with = [&](int64_t n_match, int32_t mismatch) {
+      std::vector<int32_t> d(ids.begin(), ids.begin() + k);
+      if (n_match < k) d[static_cast<size_t>(n_match)] = mismatch;
+      return d;
+    };
+    struct Case {
+      const char* name;
+      std::vector<int32_t> drafts;
+    };
+    const int32_t tie_loser = static_cast<int32_t>((2 * 37 + 101) % cols);  // row 2's higher tied index
+    const Case cases[] = {{"all_accepted", drafts_with(k, 0)},
+                          {"none_accepted", drafts_with(0, ids[0] + 1)},
+                          {"last_rejected", drafts_with(k - 1, ids[static_cast<size_t>(k - 1)] + 1)},
+                          {"tie_loser_rejected", drafts_with(2, tie_loser)},
+                          {"no_drafts", {}}};
+    for (const Case& c : cases) {
+      const size_t kd = c.drafts.size();
+      const Tensor rows = xt.row_range(0, static_cast<int64_t>(kd) + 1);
+      std::vector<int32_t> got(kd + 2, -7);
+      t.backend().accept_greedy(rows, c.drafts, got);
+      t.backend().sync();
+      std::vector<int32_t> row_ids(kd + 1);
+      for (size_t r = 0; r <= kd; ++r)
+        row_ids[r] = argmax(std::span<const float>(x.data() + r * cols, static_cast<size_t>(cols)));
+      std::vector<int32_t> want(kd + 2);
+      greedy_acceptance(row_ids, c.drafts, want);
+      t.add("accept_greedy", c.name, dims({{"k", static_cast<int64_t>(kd)}, {"cols", cols}}),
+            std::vector<float>(got.begin(), got.end()), std::vector<float>(want.begin(), want.end()), 0, 0);
+    }
   }
   return ok_status();
 }

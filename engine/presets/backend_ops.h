@@ -8,6 +8,8 @@
 // Metrics per case: normalized MSE = Σ(got − want)² / Σ want² and max |got − want|. A case
 // passes when both are within its stated tolerance:
 //   embed, add, kv_store/kv_copy (f32), argmax, read        exact (0, 0)
+//   accept_greedy (against greedy_acceptance over the rows' argmax; ties, all/none accepted)
+//                                                            exact (0, 0)
 //   add_bias                                                 exact (0, 0)
 //   rms_norm, rope, swiglu                                   NMSE 1e-10, max |Δ| 1e-4
 //     (rope: normal and NEOX pairs × plain, frequency factors, linear and YaRN scaling, whole

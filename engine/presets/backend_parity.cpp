@@ -6,6 +6,7 @@
 
 #include "engine/cpu/quant.h"
 #include "engine/llama.h"
+#include "engine/presets/backend_ops.h"
 #include "engine/presets/reference_ops.h"
 #include "engine/presets/report.h"
 #include "engine/sampling.h"
@@ -115,7 +116,7 @@ Result<std::vector<float>> reference_logits(const LlamaModel& model, std::span<c
   return logits;
 }
 
-Result<json> run_backend_parity(const BackendParityConfig& c, Backend& backend) {
+Result<json> run_backend_parity(const BackendParityConfig& c, Backend& backend, Backend* cpu) {
   KAKEYA_ASSIGN_OR_RETURN(LlamaModel model, LlamaModel::load(c.model));
   KAKEYA_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::from_gguf(model.gguf()));
   const std::vector<std::string>& prompts = c.prompts.empty() ? default_prompts() : c.prompts;
@@ -137,6 +138,13 @@ Result<json> run_backend_parity(const BackendParityConfig& c, Backend& backend) 
   KAKEYA_ASSIGN_OR_RETURN(std::unique_ptr<LlamaContext> context,
                           LlamaContext::create(model, backend, ContextOptions{std::max<size_t>(longest, 1)}));
   LlamaContext& ctx = *context;
+  const bool vs_cpu = cpu != nullptr && used != "cpu";
+  std::unique_ptr<LlamaContext> cpu_context;
+  if (vs_cpu) {
+    KAKEYA_ASSIGN_OR_RETURN(cpu_context, LlamaContext::create(model, *cpu, ContextOptions{std::max<size_t>(longest, 1)}));
+  }
+  Arm cpu_arm{"cpu-batched"};
+  Diff vs_cpu_total;
   for (size_t i = 0; i < ids.size(); ++i) {
     const std::string id = "prompt-" + std::to_string(i);
     KAKEYA_ASSIGN_OR_RETURN(std::vector<float> ref, reference_logits(model, ids[i]));
@@ -150,6 +158,15 @@ Result<json> run_backend_parity(const BackendParityConfig& c, Backend& backend) 
       ld.insert(ld.end(), row.begin(), row.end());
     }
     ref_samples.push_back({{"prompt_id", id}, {"positions", ids[i].size()}});
+    if (vs_cpu) {
+      cpu_context->truncate(0);
+      KAKEYA_ASSIGN_OR_RETURN(std::vector<float> lc, cpu_context->eval(ids[i], true));
+      const Diff d = compare(lb, lc, V);
+      vs_cpu_total.agree += d.agree;
+      vs_cpu_total.positions += d.positions;
+      vs_cpu_total.max_abs = std::max(vs_cpu_total.max_abs, d.max_abs);
+      cpu_arm.samples.push_back({{"prompt_id", id}, {"positions", ids[i].size()}});
+    }
     for (auto* arm : {&batched, &decode}) {
       const Diff d = compare(arm == &batched ? lb : ld, ref, V);
       arm->total.agree += d.agree;
@@ -190,11 +207,34 @@ Result<json> run_backend_parity(const BackendParityConfig& c, Backend& backend) 
                            {"argmax_agreement", static_cast<double>(arm->total.agree) / arm->total.positions},
                            {"claim", "parity"}});
   }
+  json ops = nullptr;
+  if (vs_cpu) {
+    json cpu_j = {{"name", cpu_arm.name},
+                  {"role", "baseline"},
+                  {"config", {{"path", "LlamaContext batched eval (all_logits)"},
+                              {"kernels", cpu->info().kernel_set},
+                              {"threads", cpu->info().threads}}},
+                  {"samples", cpu_arm.samples}};
+    cpu_j.update(arm_backend("cpu", *cpu));
+    arms.push_back(std::move(cpu_j));
+    comparisons.push_back({{"baseline", cpu_arm.name},
+                           {"candidate", batched.name},
+                           {"metric", "max_abs_dlogit"},
+                           {"value", vs_cpu_total.max_abs},
+                           {"argmax_agreement", static_cast<double>(vs_cpu_total.agree) / vs_cpu_total.positions},
+                           {"claim", "parity"}});
+    KAKEYA_ASSIGN_OR_RETURN(std::vector<BackendOpResult> table, run_backend_ops(backend));
+    ops = backend_ops_json(backend, table);
+  }
   json r = report_envelope("backend-parity", c.backend, backend, &model, &ctx.weights());
   r["config"] = {{"model", c.model}, {"prompts", prompts.size()}, {"threads", backend.info().threads},
                  {"backends", {used, "reference"}}};
   r["arms"] = arms;
   r["comparisons"] = comparisons;
+  if (vs_cpu) {
+    r["ops"] = ops;
+    r["aggregates"] = {{"ops_failed", ops["failed"]}, {"max_abs_dlogit_vs_cpu", vs_cpu_total.max_abs}};
+  }
   return r;
 }
 

@@ -53,7 +53,8 @@ nlohmann::json engine_info(const std::string& backend_requested, const Backend& 
                       {"driver", info.driver},
                       {"kernel_isa", info.kernel_set},
                       {"threads", info.threads},
-                      {"options", info.options}};
+                      {"options", info.options},
+                      {"memory", backend.memory_report()}};
   if (weights != nullptr) j["weights"] = weights->layout;
   return j;
 }

@@ -43,8 +43,18 @@ TEST(EnginePresets, EveryOneTakesABackendAndPassesIt) {
     const bridge::ParamSpec* backend = p->find_param("backend");
     ASSERT_NE(backend, nullptr);
     EXPECT_EQ(backend->kind, bridge::ParamKind::Enum);
-    EXPECT_EQ(backend->values, std::vector<std::string>{"cpu"});
-    EXPECT_EQ(backend->default_value, "cpu");
+    std::vector<std::string> values = backend->values;
+    std::sort(values.begin(), values.end());
+    EXPECT_EQ(values, (std::vector<std::string>{"cpu", "vulkan"}));
+    if (p->name == "engine-selftest") {
+      // Proves a GPU host: vulkan by default, and only runners with a device take it.
+      EXPECT_EQ(backend->default_value, "vulkan");
+      EXPECT_EQ(p->labels, std::vector<std::string>{"vulkan"});
+    } else {
+      // The demo runs on a machine without a GPU: no other engine preset needs a device.
+      EXPECT_EQ(backend->default_value, "cpu");
+      EXPECT_TRUE(p->labels.empty());
+    }
     const auto it = std::find(p->argv.begin(), p->argv.end(), "--backend");
     ASSERT_NE(it, p->argv.end());
     ASSERT_NE(it + 1, p->argv.end());

@@ -234,6 +234,47 @@ TEST(Speculative, RejectsBadOptions) {
   EXPECT_EQ(r.error().code, "bad_param");
 }
 
+// The greedy acceptance rule every backend's accept_greedy follows (backend.h).
+TEST(GreedyAcceptance, LeadingMatchesThenTheCorrectionOrBonus) {
+  const std::vector<int32_t> rows = {7, 3, 9, 4};  // argmax ids of the rows after last, d1, d2, d3
+  const auto decide = [&](std::vector<int32_t> drafts) {
+    std::vector<int32_t> out(drafts.size() + 2, 99);
+    greedy_acceptance(std::span<const int32_t>(rows).first(drafts.size() + 1), drafts, out);
+    return out;
+  };
+  EXPECT_EQ(decide({7, 3, 9}), (std::vector<int32_t>{3, 7, 3, 9, 4})) << "all accepted: the bonus follows";
+  EXPECT_EQ(decide({1, 3, 9}), (std::vector<int32_t>{0, 7, -1, -1, -1})) << "none accepted: the correction";
+  EXPECT_EQ(decide({7, 3, 8}), (std::vector<int32_t>{2, 7, 3, 9, -1})) << "last rejected";
+  EXPECT_EQ(decide({7, 2, 9}), (std::vector<int32_t>{1, 7, 3, -1, -1})) << "a later match after a mismatch counts for nothing";
+  EXPECT_EQ(decide({}), (std::vector<int32_t>{0, 7})) << "no drafts: the target's next token";
+}
+
+// A verify block longer than n_batch runs in several forward passes and is decided on the host:
+// the same outcome as one pass decided on the backend.
+TEST(GreedyAcceptance, BlockLongerThanTheBatchDecidesAlike) {
+  const auto prompt = encode(prompts()[1]);
+  std::vector<std::vector<int32_t>> outcome;
+  for (size_t n_batch : {size_t{512}, size_t{2}}) {
+    auto ctx = test::context(stories(), test::cpu(2), 0, n_batch);
+    ASSERT_NE(ctx, nullptr);
+    auto first = ctx->eval_argmax(prompt);
+    ASSERT_TRUE(first.ok()) << first.error().str();
+    // The block: the prompt's next token, then drafts that are the target's own greedy choices
+    // except the fourth.
+    std::vector<int32_t> block = {first.value()[0]};
+    auto ids = ctx->eval_argmax(block);
+    ASSERT_TRUE(ids.ok());
+    ctx->truncate(prompt.size());
+    block = {first.value()[0], ids.value()[0], 5, 6, 8};
+    auto decided = ctx->eval_accept_greedy(block);
+    ASSERT_TRUE(decided.ok()) << decided.error().str();
+    ASSERT_EQ(decided->size(), block.size() + 1);
+    EXPECT_GE(decided.value()[0], 1) << "the first draft is the target's own choice";
+    outcome.push_back(decided.value());
+  }
+  EXPECT_EQ(outcome[0], outcome[1]);
+}
+
 TEST(RunawayGuard, DetectsShortRepeatedUnitsOnly) {
   std::vector<int32_t> v = {5, 6, 7};
   for (int i = 0; i < 11; ++i) v.insert(v.end(), {1, 2, 3});
