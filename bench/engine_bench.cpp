@@ -5,13 +5,19 @@
 //      write-allocate), median of --triad-reps, at each thread count;
 //   2. OpenBLAS sgemm GFLOP/s (2·M·N·K / s, median of --sgemm-reps) for square and model-shaped
 //      problems, at each thread count;
-//   3. `kakeya-engine ar-bench` on synthetic TinyLlama-1.1B-shaped GGUFs (made once with the synth
+//   3. the core's compute roofline (bench/roofline.h): FMA, BF16-dot and int8-dot peaks of the
+//      active kernel set's instructions, at each thread count;
+//   4. `kakeya-engine ar-bench` on synthetic TinyLlama-1.1B-shaped GGUFs (made once with the synth
 //      writer into --cache-dir) per type and thread count, each in its own process so its peak RSS
-//      (wait4 ru_maxrss) is that run's alone; derived:
+//      (wait4 ru_maxrss) is that run's alone, --rounds times; with --llama-bench PATH each round
+//      also runs llama.cpp's llama-bench on the same file, prompt lengths and thread count, the
+//      two alternating (kakeya first, then llama.cpp), and the per-round ratios are recorded;
+//      derived:
 //        decode efficiency  = weight bytes read per token × decode tok/s ÷ triad bandwidth
-//        (measured just before and just after that ar-bench run, the higher of the two),
-//        prefill efficiency = prefill FLOP/s ÷ sgemm FLOP/s (model-shaped, same threads);
-//   4. oversubscription: one spinning child process, then decode at --threads 2 vs 1.
+//        (measured just before and just after that type's rounds, the higher of the two),
+//        prefill efficiency = prefill FLOP/s ÷ sgemm FLOP/s (model-shaped, same threads) and
+//        ÷ the roofline peak of the instruction the type's GEMM runs on (roofline_peak_for);
+//   5. oversubscription: one spinning child process, then decode at --threads 2 vs 1.
 // Prints a table and writes --out (default bench/results/engine-<host>.json). Never asserts.
 #include <cblas.h>
 #include <fcntl.h>
@@ -27,6 +33,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -34,6 +41,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "bench/roofline.h"
 #include "engine/cpu/thread_pool.h"
 #include "engine/ggml_types.h"
 #include "engine/model.h"
@@ -54,15 +62,19 @@ struct Args {
   std::string cache_dir = (fs::temp_directory_path() / "kakeya-bench-models").string();
   std::string engine;  // kakeya-engine binary
   std::string shape = "tinyllama-1.1b";
-  std::vector<std::string> types = {"f16", "q8_0", "q4_0"};
+  std::vector<std::string> types = {"f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k"};
   std::vector<int> threads = {1, 2};
   int triad_mib = 128;
   int triad_reps = 10;
   int sgemm_reps = 5;
   std::vector<int> sgemm_square = {1024, 2048};
-  int prompt_tokens = 128;
+  std::vector<int> prompt_tokens = {128, 512};  // the first one also shapes the model-shaped sgemm
   int gen_tokens = 32;
   int samples = 5;
+  int rounds = 1;
+  std::string batched_matmul = "auto";  // ar-bench --batched-matmul
+  std::string llama_bench;              // llama.cpp's llama-bench binary, or "" (not run)
+  int roofline_reps = 5;
   bool oversubscribed = true;
   std::string oversub_type = "q4_0";
   int oversub_rounds = 3;
@@ -185,18 +197,19 @@ struct ChildResult {
   double wall_s = 0;
 };
 
-// Runs argv (no shell) and waits; peak RSS of that child from wait4.
-ChildResult run_child(const std::vector<std::string>& argv) {
+// Runs argv (no shell) and waits; peak RSS of that child from wait4. The child's stdout (its own
+// table) goes to `stdout_path` ("" drops it); its stderr (progress) passes through.
+ChildResult run_child(const std::vector<std::string>& argv, const std::string& stdout_path = "") {
   std::vector<char*> av;
   for (const auto& s : argv) av.push_back(const_cast<char*>(s.c_str()));
   av.push_back(nullptr);
   ChildResult r;
   pid_t pid = 0;
   const auto t0 = Clock::now();
-  // The child's stdout (its own table) is dropped; its stderr (progress) passes through.
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, stdout_path.empty() ? "/dev/null" : stdout_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
   const int rc = posix_spawn(&pid, av[0], &fa, nullptr, av.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) return r;
@@ -238,13 +251,22 @@ struct ArRun {
   ChildResult child;
 };
 
-Result<ArRun> ar_bench(const Args& a, const std::string& model, int threads, int samples, const std::string& tag) {
+std::string join(const std::vector<int>& v) {
+  std::string s;
+  for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
+}
+
+// ar-bench at `prompts` (prompt lengths, tokens) on `threads` threads.
+Result<ArRun> ar_bench(const Args& a, const std::string& model, int threads, int samples, const std::string& tag,
+                       const std::vector<int>& prompts) {
   const fs::path out = fs::path(a.cache_dir) / ("ar-" + tag);
   fs::remove_all(out);
-  std::vector<std::string> argv = {a.engine, "ar-bench", "--model", model, "--prompt-lengths",
-                                   std::to_string(a.prompt_tokens), "--gen-tokens", std::to_string(a.gen_tokens),
-                                   "--samples", std::to_string(samples), "--threads", std::to_string(threads),
-                                   "--n-ctx", std::to_string(a.prompt_tokens + a.gen_tokens + 16),
+  const int longest = *std::max_element(prompts.begin(), prompts.end());
+  std::vector<std::string> argv = {a.engine, "ar-bench", "--model", model, "--prompt-lengths", join(prompts),
+                                   "--gen-tokens", std::to_string(a.gen_tokens), "--samples", std::to_string(samples),
+                                   "--threads", std::to_string(threads), "--n-ctx",
+                                   std::to_string(longest + a.gen_tokens + 16), "--batched-matmul", a.batched_matmul,
                                    "--out", out.string()};
   ArRun r;
   r.child = run_child(argv);
@@ -256,8 +278,58 @@ Result<ArRun> ar_bench(const Args& a, const std::string& model, int threads, int
   return r;
 }
 
-double arm_median(const json& report, const char* key) {
-  return report["aggregates"][0][key]["median"].get<double>();
+// The index in report["aggregates"] of prompt length L (0 when absent).
+size_t aggregate_index(const json& report, int L) {
+  const json& aggs = report["aggregates"];
+  for (size_t i = 0; i < aggs.size(); ++i)
+    if (aggs[i].value("prompt_tokens", 0) == L) return i;
+  return 0;
+}
+
+double arm_median(const json& report, const char* key, size_t arm = 0) {
+  return report["aggregates"][arm][key]["median"].get<double>();
+}
+
+// llama.cpp's llama-bench on the same file: pp<L> for every prompt length and tg<gen_tokens>, each
+// `samples` repetitions (its own warm-up run first), CPU only (its build has no GPU backend: see
+// bench/README.md). Returns tok/s means keyed "pp<L>" / "tg<N>" and the raw JSON rows.
+struct LlamaRun {
+  std::map<std::string, double> tok_s;
+  json rows;
+};
+Result<LlamaRun> llama_bench(const Args& a, const std::string& model, int threads, int samples, const std::string& tag) {
+  const fs::path out = fs::path(a.cache_dir) / ("llama-" + tag + ".json");
+  const std::vector<std::string> argv = {a.llama_bench, "-m", model, "-p", join(a.prompt_tokens), "-n",
+                                         std::to_string(a.gen_tokens), "-t", std::to_string(threads), "-r",
+                                         std::to_string(samples), "-o", "json"};
+  const ChildResult c = run_child(argv, out.string());
+  if (c.status != 0)
+    return make_error("child_failed", "llama-bench exited with " + std::to_string(c.status) + " on " + model);
+  std::ifstream in(out);
+  LlamaRun r;
+  r.rows = json::parse(in, nullptr, false);
+  if (r.rows.is_discarded() || !r.rows.is_array())
+    return make_error(errc::kParseError, "unreadable llama-bench output " + out.string());
+  for (const json& row : r.rows) {
+    const int pp = row.value("n_prompt", 0), tg = row.value("n_gen", 0);
+    r.tok_s[pp > 0 ? "pp" + std::to_string(pp) : "tg" + std::to_string(tg)] = row.value("avg_ts", 0.0);
+  }
+  return r;
+}
+
+// The roofline peak (GOP/s at `threads`) a type's GEMM runs on: int8 dot products for the
+// quantized types, vdpbf16ps for BF16 where measured, f32 FMA otherwise. 0 when not measured.
+double roofline_peak_for(const json& roofline, const std::string& type, int threads) {
+  const std::string peak = type == "f32" || type == "f16" ? "fma_f32"
+                           : type == "bf16"               ? "bf16_dot"
+                                                          : "int8_dot";
+  double fma = 0, want = 0;
+  for (const json& p : roofline) {
+    if (p["threads"] != threads) continue;
+    if (p["name"] == "fma_f32") fma = p["gop_s"].get<double>();
+    if (p["name"] == peak) want = p["gop_s"].get<double>();
+  }
+  return want > 0 ? want : fma;
 }
 
 // ---- 4. a busy neighbour ----
@@ -298,7 +370,8 @@ int run(Args a) {
   r["env"] = env_summary();
   r["config"] = {{"shape", a.shape}, {"types", a.types}, {"threads", a.threads}, {"triad_mib", a.triad_mib},
                  {"triad_reps", a.triad_reps}, {"sgemm_reps", a.sgemm_reps}, {"prompt_tokens", a.prompt_tokens},
-                 {"gen_tokens", a.gen_tokens}, {"samples", a.samples}, {"engine", a.engine}};
+                 {"gen_tokens", a.gen_tokens}, {"samples", a.samples}, {"rounds", a.rounds},
+                 {"batched_matmul", a.batched_matmul}, {"engine", a.engine}, {"llama_bench", a.llama_bench}};
 
   std::map<int, double> bw, sg;  // threads -> triad GB/s, model-shaped sgemm GFLOP/s
   // Model-shaped sgemm: the prompt's tokens against ffn_up (n_ff × n_embd) of the shape.
@@ -315,10 +388,10 @@ int run(Args a) {
   r["bandwidth"] = bws;
   for (int t : a.threads) {
     for (int n : a.sgemm_square) sgs.push_back(sgemm(t, n, n, n, a.sgemm_reps, "square"));
-    json j = sgemm(t, a.prompt_tokens, F, E, a.sgemm_reps, "model:prompt x ffn_up");
+    json j = sgemm(t, a.prompt_tokens[0], F, E, a.sgemm_reps, "model:prompt x ffn_up");
     sg[t] = j["gflop_s"]["median"].get<double>();
     sgs.push_back(j);
-    sgs.push_back(sgemm(t, a.prompt_tokens, E, F, a.sgemm_reps, "model:prompt x ffn_down"));
+    sgs.push_back(sgemm(t, a.prompt_tokens[0], E, F, a.sgemm_reps, "model:prompt x ffn_down"));
     for (const auto& s : sgs)
       if (s["threads"] == t)
         std::fprintf(stderr, "sgemm  threads %d %-24s %5d x %5d x %5d: %.1f GFLOP/s\n", t,
@@ -327,9 +400,20 @@ int run(Args a) {
   }
   r["sgemm"] = sgs;
 
+  // The roofline of the core at each thread count.
+  json roof = json::array();
+  for (int t : a.threads) {
+    for (const roofline::Peak& p : roofline::peaks()) {
+      const double g = roofline::measure(p, t, a.roofline_reps);
+      std::fprintf(stderr, "peak   threads %d %-9s %-32s %8.1f GOP/s\n", t, p.name.c_str(), p.instruction.c_str(), g);
+      roof.push_back({{"threads", t}, {"name", p.name}, {"instruction", p.instruction}, {"gop_s", g}});
+    }
+  }
+  r["roofline"] = roof;
+
   json models = json::array();
-  std::printf("%-6s %3s %10s %10s %8s %8s %10s %10s %6s\n", "type", "thr", "prefill/s", "decode/s", "dec_eff",
-              "pre_eff", "peakRSS_MB", "file+KV_MB", "ratio");
+  std::printf("%-6s %3s %6s %10s %8s %8s %8s %10s %8s %8s %10s\n", "type", "thr", "prompt", "prefill/s", "vs_llama",
+              "pre_eff", "roof_eff", "decode/s", "vs_llama", "dec_eff", "peakRSS_MB");
   for (const std::string& type : a.types) {
     if (Status st = ensure_model(a, type); !st.ok()) {
       std::cerr << "engine_bench: " << st.error().str() << "\n";
@@ -341,63 +425,134 @@ int run(Args a) {
       return 1;
     }
     const ModelCost c = model_cost(m.value());
+    const size_t n_prompts = a.prompt_tokens.size();
     json runs = json::array();
     for (int t : a.threads) {
-      // Denominators measured beside this run (just before and just after it): this VM's memory
-      // bandwidth drifts by 2x within minutes, so the figures from the start of the run are not
-      // comparable with a run several minutes later. The higher of the two is used, which can
-      // only lower the efficiency.
+      // Denominators measured beside this type's rounds (just before and just after them): this
+      // VM's memory bandwidth drifts by 2x within minutes, so the figures from the start of the run
+      // are not comparable with a run several minutes later. The higher of the two is used, which
+      // can only lower the efficiency.
       auto beside = [&] {
         return std::pair{triad(t, a.triad_mib, 3)["gb_s"]["median"].get<double>(),
-                         sgemm(t, a.prompt_tokens, F, E, 3, "beside")["gflop_s"]["median"].get<double>()};
+                         sgemm(t, a.prompt_tokens[0], F, E, 3, "beside")["gflop_s"]["median"].get<double>()};
       };
       const auto before = beside();
-      auto ar = ar_bench(a, model_path(a, type), t, a.samples, type + "-t" + std::to_string(t));
-      if (!ar.ok()) {
-        std::cerr << "engine_bench: " << ar.error().str() << "\n";
-        return 1;
+      // Per prompt length: tok/s of each round, both engines, and the per-round ratios.
+      std::vector<std::vector<double>> pre(n_prompts), pre_s(n_prompts), pre_llama(n_prompts), pre_ratio(n_prompts);
+      std::vector<double> dec, dec_llama, dec_ratio;
+      json rounds = json::array();
+      ArRun last;
+      for (int round = 0; round < a.rounds; ++round) {
+        const std::string tag = type + "-t" + std::to_string(t) + "-r" + std::to_string(round);
+        auto ar = ar_bench(a, model_path(a, type), t, a.samples, tag, a.prompt_tokens);
+        if (!ar.ok()) {
+          std::cerr << "engine_bench: " << ar.error().str() << "\n";
+          return 1;
+        }
+        json rj = {{"round", round}, {"kakeya", {{"load", read_first_line("/proc/loadavg")}}}};
+        for (size_t i = 0; i < n_prompts; ++i) {
+          const size_t arm = aggregate_index(ar->report, a.prompt_tokens[i]);
+          pre[i].push_back(arm_median(ar->report, "prefill_tok_s", arm));
+          pre_s[i].push_back(arm_median(ar->report, "prefill_s", arm));
+          rj["kakeya"]["pp" + std::to_string(a.prompt_tokens[i])] = pre[i].back();
+        }
+        // Decode after the first prompt length (llama-bench's tg runs from an empty cache).
+        dec.push_back(arm_median(ar->report, "decode_tok_s", aggregate_index(ar->report, a.prompt_tokens[0])));
+        rj["kakeya"]["tg" + std::to_string(a.gen_tokens)] = dec.back();
+        if (!a.llama_bench.empty()) {
+          auto lb = llama_bench(a, model_path(a, type), t, a.samples, tag);
+          if (!lb.ok()) {
+            std::cerr << "engine_bench: " << lb.error().str() << "\n";
+            return 1;
+          }
+          for (size_t i = 0; i < n_prompts; ++i) {
+            const double v = lb->tok_s["pp" + std::to_string(a.prompt_tokens[i])];
+            pre_llama[i].push_back(v);
+            if (v > 0) pre_ratio[i].push_back(pre[i].back() / v);
+          }
+          const double v = lb->tok_s["tg" + std::to_string(a.gen_tokens)];
+          dec_llama.push_back(v);
+          if (v > 0) dec_ratio.push_back(dec.back() / v);
+          rj["llama"] = lb->tok_s;
+          rj["llama"]["load"] = read_first_line("/proc/loadavg");
+          if (!lb->rows.empty())
+            rj["llama_build"] = {{"build_commit", lb->rows[0].value("build_commit", "")},
+                                 {"cpu_info", lb->rows[0].value("cpu_info", "")},
+                                 {"n_threads", lb->rows[0].value("n_threads", 0)},
+                                 {"n_batch", lb->rows[0].value("n_batch", 0)},
+                                 {"n_ubatch", lb->rows[0].value("n_ubatch", 0)},
+                                 {"type_k", lb->rows[0].value("type_k", "")}};
+        }
+        rounds.push_back(rj);
+        last = std::move(*ar);
       }
       const auto after = beside();
       bw[t] = std::max(before.first, after.first);
       sg[t] = std::max(before.second, after.second);
-      const double dec = arm_median(ar->report, "decode_tok_s");
-      const double pre = arm_median(ar->report, "prefill_tok_s");
-      const double pre_s = arm_median(ar->report, "prefill_s");
-      const double kv = ar->report["samples"][0]["kv_resident_bytes"].get<double>();
+      const double kv = last.report["samples"][0]["kv_resident_bytes"].get<double>();
       // The child's own VmHWM (ar-bench's peak_rss_bytes); wait4's ru_maxrss of a posix_spawn'd
       // child starts from this process's peak (the vfork'd mm it exec'd from).
-      const double rss = ar->report.value("peak_rss_bytes", 0.0) > 0
-                             ? ar->report["peak_rss_bytes"].get<double>()
-                             : static_cast<double>(ar->child.max_rss_kib) * 1024.0;
-      const double dec_eff = c.weight_bytes_per_token * dec / (bw[t] * 1e9);
-      const double pre_eff = prefill_flops(c, a.prompt_tokens) / pre_s / (sg[t] * 1e9);
+      const double rss = last.report.value("peak_rss_bytes", 0.0) > 0
+                             ? last.report["peak_rss_bytes"].get<double>()
+                             : static_cast<double>(last.child.max_rss_kib) * 1024.0;
+      const double dec_eff = c.weight_bytes_per_token * median(dec) / (bw[t] * 1e9);
+      const double peak = roofline_peak_for(roof, type, t);
+      json prefill = json::array();
+      for (size_t i = 0; i < n_prompts; ++i) {
+        const int L = a.prompt_tokens[i];
+        const double gflop_s = prefill_flops(c, L) / median(pre_s[i]) / 1e9;
+        json p = {{"prompt_tokens", L},
+                  {"tok_s", stats_json(pre[i])},
+                  {"gflop_s", gflop_s},
+                  {"efficiency_vs_sgemm", gflop_s / sg[t]},
+                  {"roofline_gop_s", peak},
+                  {"efficiency_vs_roofline", peak > 0 ? gflop_s / peak : 0.0}};
+        if (!a.llama_bench.empty()) {
+          p["llama_tok_s"] = stats_json(pre_llama[i]);
+          p["ratio_vs_llama"] = stats_json(pre_ratio[i]);
+        }
+        prefill.push_back(p);
+        std::printf("%-6s %3d %6d %10.2f %8.2f %8.2f %8.2f", type.c_str(), t, L, median(pre[i]),
+                    pre_ratio[i].empty() ? 0.0 : median(pre_ratio[i]), gflop_s / sg[t], peak > 0 ? gflop_s / peak : 0.0);
+        if (i == 0) {
+          std::printf(" %10.2f %8.2f %8.2f %10.0f\n", median(dec), dec_ratio.empty() ? 0.0 : median(dec_ratio), dec_eff,
+                      rss / 1e6);
+        } else {
+          std::printf("\n");
+        }
+      }
+      std::fflush(stdout);
+      json decode = {{"after_prompt_tokens", a.prompt_tokens[0]},
+                     {"tok_s", stats_json(dec)},
+                     {"weight_gb_s", c.weight_bytes_per_token * median(dec) / 1e9},
+                     {"efficiency", dec_eff}};
+      if (!a.llama_bench.empty()) {
+        decode["llama_tok_s"] = stats_json(dec_llama);
+        decode["ratio_vs_llama"] = stats_json(dec_ratio);
+      }
       runs.push_back({{"threads", t},
-                      {"prefill_tok_s", ar->report["aggregates"][0]["prefill_tok_s"]},
-                      {"decode_tok_s", ar->report["aggregates"][0]["decode_tok_s"]},
-                      {"decode_weight_gb_s", c.weight_bytes_per_token * dec / 1e9},
-                      {"decode_efficiency", dec_eff},
-                      {"prefill_gflop_s", prefill_flops(c, a.prompt_tokens) / pre_s / 1e9},
-                      {"prefill_efficiency", pre_eff},
+                      {"prefill", prefill},
+                      {"decode", decode},
+                      {"rounds", rounds},
                       {"peak_rss_bytes", rss},
                       {"kv_resident_bytes", kv},
                       {"rss_over_file_plus_kv", rss / (c.file_bytes + kv)},
                       {"triad_gb_s_beside", {{"before", before.first}, {"after", after.first}, {"used", bw[t]}}},
                       {"sgemm_gflop_s_beside", {{"before", before.second}, {"after", after.second}, {"used", sg[t]}}},
-                      {"child_wall_s", ar->child.wall_s},
-                      {"weight_layout", ar->report["config"].value("weight_layout", "row-major")},
-                      {"batched_matmul", ar->report["config"].value("batched_matmul", "sgemm")},
-                      {"packed_matrices", ar->report["engine"]["weights"].value("packed_matrices", 0)},
-                      {"engine", ar->report["engine"]}});
-      std::printf("%-6s %3d %10.2f %10.2f %8.2f %8.2f %10.0f %10.0f %6.2f\n", type.c_str(), t, pre, dec, dec_eff,
-                  pre_eff, rss / 1e6, (c.file_bytes + kv) / 1e6, rss / (c.file_bytes + kv));
-      std::fflush(stdout);
+                      {"child_wall_s", last.child.wall_s},
+                      {"weight_layout", last.report["config"].value("weight_layout", "row-major")},
+                      {"batched_matmul", last.report["config"].value("batched_matmul", "")},
+                      {"packed_matrices", last.report["engine"]["weights"].value("packed_matrices", 0)},
+                      {"engine", last.report["engine"]}});
     }
+    json prefill_flops_by_prompt = json::object();
+    for (int L : a.prompt_tokens) prefill_flops_by_prompt[std::to_string(L)] = prefill_flops(c, L);
     models.push_back({{"type", type},
                       {"path", model_path(a, type)},
                       {"sha256_note", "synthetic, deterministic (seed 1); sha256 in each ar-bench report"},
                       {"file_bytes", c.file_bytes},
                       {"weight_bytes_per_token", c.weight_bytes_per_token},
-                      {"prefill_flops", prefill_flops(c, a.prompt_tokens)},
+                      {"prefill_flops", prefill_flops_by_prompt},
                       {"runs", runs}});
   }
   r["models"] = models;
@@ -416,7 +571,7 @@ int run(Args a) {
     for (int round = 0; round < a.oversub_rounds; ++round) {
       for (int t : {2, 1}) {
         auto ar = ar_bench(a, model_path(a, a.oversub_type), t, a.samples,
-                           "oversub-r" + std::to_string(round) + "-t" + std::to_string(t));
+                           "oversub-r" + std::to_string(round) + "-t" + std::to_string(t), {a.prompt_tokens[0]});
         if (!ar.ok()) {
           std::cerr << "engine_bench: " << ar.error().str() << "\n";
           break;
@@ -475,7 +630,24 @@ int main(int argc, char** argv) {
   app.add_option("--triad-reps", a.triad_reps, "Triad repetitions")->capture_default_str()->check(CLI::Range(1, 1000));
   app.add_option("--sgemm-square", a.sgemm_square, "Square sgemm sizes")->delimiter(',')->capture_default_str();
   app.add_option("--sgemm-reps", a.sgemm_reps, "sgemm repetitions")->capture_default_str()->check(CLI::Range(1, 1000));
-  app.add_option("--prompt-tokens", a.prompt_tokens, "ar-bench prompt length")->capture_default_str()->check(CLI::Range(1, 4096));
+  app.add_option("--prompt-tokens", a.prompt_tokens, "Prompt lengths (ar-bench and llama-bench pp<L>); the first one "
+                 "also shapes the model-shaped sgemm and precedes the measured decode")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--rounds", a.rounds, "Rounds per type and thread count (kakeya, then llama-bench when given)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 20));
+  app.add_option("--batched-matmul", a.batched_matmul, "ar-bench --batched-matmul: auto, sgemm or quantized")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "sgemm", "quantized"}));
+  app.add_option("--llama-bench", a.llama_bench,
+                 "llama.cpp's llama-bench binary: each round also runs it on the same files and thread counts, and "
+                 "the JSON records the ratios")
+      ->check(CLI::ExistingFile);
+  app.add_option("--roofline-reps", a.roofline_reps, "Repetitions of each roofline peak")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
   app.add_option("--gen-tokens", a.gen_tokens, "ar-bench decode tokens per sample")->capture_default_str()->check(CLI::Range(1, 4096));
   app.add_option("--samples", a.samples, "ar-bench samples")->capture_default_str()->check(CLI::Range(1, 100));
   app.add_option("--oversubscribed", a.oversubscribed, "Measure decode next to a spinning process")->capture_default_str();

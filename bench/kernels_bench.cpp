@@ -6,12 +6,18 @@
 // Reported per case: median seconds per sweep over --reps sweeps, weight GB/s, and the ratio to
 // the STREAM-style triad measured in the same run, on one thread (the decode efficiency of the
 // kernel alone, without attention, norms or the thread pool).
-// Usage: kakeya_kernels_bench [--types q4_0,q8_0] [--matrices N] [--reps R] [--out FILE]
+// With --gemm-tokens T (> 0), also the batched matmul kernels (engine/cpu/gemm.h) of each SIMD set
+// on one thread: one matrix of the same shape (in L3, not L2) times T tokens of activations, GFLOP/s
+// (2·rows·cols·T / s; int8 ops for the quantized types) and the ratio to the core's roofline
+// peak for that set and type (bench/roofline.h), per layout: the prefill efficiency of the kernel
+// alone.
+// Usage: kakeya_kernels_bench [--types q4_0,q8_0] [--matrices N] [--reps R] [--gemm-tokens T] [--out FILE]
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -19,7 +25,9 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "bench/roofline.h"
 #include "engine/cpu/cpu_features.h"
+#include "engine/cpu/gemm.h"
 #include "engine/cpu/quant.h"
 #include "engine/ggml_types.h"
 #include "engine/quantize.h"
@@ -72,6 +80,7 @@ int main(int argc, char** argv) {
   int matrices = 24;
   int reps = 7;
   int64_t rows = 5632, cols = 2048;
+  int gemm_tokens = 0;
   std::string out;
   CLI::App app{"kakeya_kernels_bench — one-thread decode mat-vec GB/s per kernel set and weight layout (JSON)"};
   app.add_option("--types", types, "Weight types")->delimiter(',')->capture_default_str();
@@ -81,6 +90,9 @@ int main(int argc, char** argv) {
   app.add_option("--cols", cols, "Columns per matrix (a multiple of every type's block: 32, or 256 for the K-quants and IQ4_XS)")
       ->capture_default_str()
       ->check(CLI::Range(32, 1 << 20));
+  app.add_option("--gemm-tokens", gemm_tokens, "Tokens of the one-thread GEMM cases (0: none)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
   app.add_option("--out", out, "JSON output (default: stdout only)");
   CLI11_PARSE(app, argc, argv);
   if (cols % 32 != 0) {
@@ -155,6 +167,64 @@ int main(int argc, char** argv) {
       }
     }
   }
+  nlohmann::json gemm_cases = nlohmann::json::array();
+  nlohmann::json peaks = nlohmann::json::array();
+  if (gemm_tokens > 0) {
+    std::vector<float> xs(static_cast<size_t>(gemm_tokens * cols));
+    for (auto& v : xs) v = static_cast<float>(static_cast<int>(rng() % 2000) - 1000) * 1e-3f;
+    std::vector<float> ys(static_cast<size_t>(gemm_tokens * rows));
+    for (KernelIsa isa : isas) {
+      if (isa == KernelIsa::Portable) continue;  // the decode kernels token by token
+      std::map<std::string, double> peak;
+      for (const roofline::Peak& p : roofline::peaks(isa)) {
+        peak[p.name] = roofline::measure(p, 1, 5);
+        peaks.push_back({{"kernel_isa", kernel_isa_name(isa)}, {"name", p.name}, {"instruction", p.instruction},
+                         {"gop_s", peak[p.name]}});
+      }
+      const QuantKernels& k = quant_kernels(isa);
+      const GemmKernels& g = gemm_kernels(isa);
+      for (const std::string& tname : types) {
+        const GgmlType type = ggml_type_from_name(tname.c_str()).value();  // checked above
+        const std::vector<uint8_t> w = random_matrix(type, cols, rows, rng);
+        std::vector<uint8_t> wp;
+        if (packable(type, cols)) {
+          wp.resize(packed_bytes(type, cols, rows));
+          pack_rows(type, w.data(), cols, rows, wp.data());
+        }
+        std::vector<ActivationBuffer> acts(static_cast<size_t>(gemm_tokens));
+        for (int t = 0; t < gemm_tokens; ++t)
+          k.quantize_activations(type, xs.data() + static_cast<size_t>(t) * cols, cols, acts[static_cast<size_t>(t)]);
+        const std::string unit = type == GgmlType::F32 || type == GgmlType::F16 ? "fma_f32"
+                                 : type == GgmlType::BF16 ? (std::string(g.bf16_path) == "vdpbf16ps" ? "bf16_dot" : "fma_f32")
+                                                          : "int8_dot";
+        GemmScratch scratch;
+        for (const char* layout : {"row-major", "packed"}) {
+          const bool is_packed = std::string(layout) == "packed";
+          if (is_packed && wp.empty()) continue;
+          const GemmWeights gw{type, cols, w.data(), is_packed ? wp.data() : nullptr};
+          std::vector<double> s;
+          for (int r = 0; r <= reps; ++r) {  // round 0 is a warm-up
+            const auto t0 = Clock::now();
+            g.gemm(gw, 0, rows, acts.data(), gemm_tokens, ys.data(), static_cast<size_t>(rows), false, scratch);
+            if (r > 0) s.push_back(seconds_since(t0));
+          }
+          const double gflop_s = 2.0 * static_cast<double>(rows) * static_cast<double>(cols) * gemm_tokens / median(s) / 1e9;
+          std::cerr << "  gemm " << tname << " " << kernel_isa_name(isa) << " " << layout << " x" << gemm_tokens << ": "
+                    << gflop_s << " GFLOP/s (" << gflop_s / peak[unit] << " of " << unit << ")\n";
+          gemm_cases.push_back({{"type", tname},
+                                {"kernel_isa", kernel_isa_name(isa)},
+                                {"layout", layout},
+                                {"tokens", gemm_tokens},
+                                {"own_kernel", g.has_kernel(type)},
+                                {"matches_decode", g.matches_decode(type, is_packed)},
+                                {"seconds_median", median(s)},
+                                {"gflop_s", gflop_s},
+                                {"roofline", unit},
+                                {"efficiency_vs_roofline_1t", gflop_s / peak[unit]}});
+        }
+      }
+    }
+  }
   const double triad_after = triad_gb_s(256, 5);
   const double triad = std::max(triad_before, triad_after);
   for (auto& c : cases) c["efficiency_vs_triad_1t"] = c["weight_gb_s"].get<double>() / triad;
@@ -163,7 +233,9 @@ int main(int argc, char** argv) {
                         {"matrix", {{"rows", rows}, {"cols", cols}, {"count", matrices}}},
                         {"reps", reps},
                         {"triad_gb_s_1t", {{"before", triad_before}, {"after", triad_after}, {"used", triad}}},
-                        {"cases", cases}};
+                        {"cases", cases},
+                        {"roofline_1t", peaks},
+                        {"gemm_cases", gemm_cases}};
   std::cout << doc.dump(2) << "\n";
   if (!out.empty()) {
     std::ofstream f(out);

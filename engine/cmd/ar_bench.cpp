@@ -67,7 +67,7 @@ void add_ar_bench(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "packed", "row-major"}));
   sub->add_option("--batched-matmul", a->cpu.batched_matmul,
-                  "cpu backend, prefill matmuls: auto (sgemm from 32 tokens), sgemm (dequantize + OpenBLAS) or "
+                  "cpu backend, prefill matmuls: auto (the engine's GEMM kernels from 32 tokens, the decode kernels below), sgemm (dequantize + OpenBLAS) or "
                   "quantized (the decode kernels, weights reused from cache across the batch)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "sgemm", "quantized"}));

@@ -1,5 +1,6 @@
 // The CPU backend's attention and KV storage (cpu_backend.h, kv_cache.h): slots in host memory,
-// f32 or affine-coded rows; attention per token (kernel-set dot/axpy) or batched (sgemm).
+// f32 or affine-coded rows; attention per token (kernel-set dot/axpy) or batched (per head and
+// block of queries: scores and values as f32 matrix products, gemm_f32 or OpenBLAS).
 #include <cblas.h>
 
 #include <algorithm>
@@ -15,6 +16,8 @@ namespace {
 
 // Least multiply-adds per attention job worth handing to another thread.
 constexpr size_t kMinParallelAttentionMacs = size_t{64} << 10;
+// Queries per task of batched attention (with the heads, the tasks that keep both cores busy).
+constexpr size_t kAttentionQueryBlock = 64;
 
 AffineRowCodec codec_of(const KvRowFormat& f) { return AffineRowCodec(f.values, f.group, f.bits); }
 
@@ -170,36 +173,49 @@ void CpuBackend::kv_slots(const AttentionArgs& args) {
 
 void CpuBackend::attention(const Tensor& q, const AttentionArgs& args, const Tensor& out) {
   kv_slots(args);
-  if (use_sgemm(args.positions.size())) {
-    attention_batched(f32(q), args, f32(out));
-  } else {
-    attention_per_token(f32(q), args, f32(out));
+  switch (batch_path(args.positions.size())) {
+    case BatchPath::kExact: return attention_per_token(f32(q), args, f32(out));
+    case BatchPath::kGemm: return attention_batched(f32(q), args, f32(out), false);
+    case BatchPath::kSgemm: return attention_batched(f32(q), args, f32(out), true);
   }
 }
 
-void CpuBackend::attention_batched(const float* q, const AttentionArgs& args, float* out) {
-  // Per query head: S = Q_h·K_g^T (sgemm), masked softmax per row, O_h = P·V_g (sgemm). Each KV
-  // head has its own view (bounded policies): a row sees the slots of kv_visible_ranges, the
-  // others get probability 0.
+void CpuBackend::attention_batched(const float* q, const AttentionArgs& args, float* out, bool openblas) {
+  // Per query head h and block of queries [t0, t1): S = Q_h·K_g^T over the slots visible to the
+  // block's last query (positions ascend, so no earlier query sees more), masked softmax per row,
+  // O_h = P·V_g. Each KV head has its own view (bounded policies): a row sees the slots of
+  // kv_visible_ranges, the others get probability 0.
   const auto& views = s_.kv_views;
   const size_t n = args.positions.size();
-  const int hd = static_cast<int>(args.head_dim);
+  const size_t hd = static_cast<size_t>(args.head_dim);
   const size_t n_head = static_cast<size_t>(args.n_head);
   const int64_t gqa = args.n_head / args.n_head_kv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const int q_stride = static_cast<int>(n_head) * hd;
-  // One task per query head, each with its thread's own score matrix (OpenBLAS is
-  // single-threaded; see the header).
-  pool_.parallel_for(n_head, [&](size_t h, int thread) {
+  const size_t q_stride = n_head * hd;
+  const size_t n_blocks = (n + kAttentionQueryBlock - 1) / kAttentionQueryBlock;
+  // C = alpha · A · B(j, k) (gemm.h's convention) on this thread; OpenBLAS runs single-threaded.
+  auto product = [&](size_t m, size_t cols, size_t k, float alpha, const float* a, size_t lda, const float* b,
+                     size_t ldb, bool b_rows, float* c, size_t ldc, int thread) {
+    if (!openblas) {
+      gemm_f32(static_cast<int64_t>(m), static_cast<int64_t>(cols), static_cast<int64_t>(k), alpha, a, lda, b, ldb,
+               b_rows, c, ldc, s_.gemm[static_cast<size_t>(thread)]);
+      return;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, b_rows ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+                static_cast<int>(cols), static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb),
+                0.0f, c, static_cast<int>(ldc));
+  };
+  pool_.parallel_for(n_head * n_blocks, [&](size_t task, int thread) {
+    const size_t h = task / n_blocks;
+    const size_t t0 = (task % n_blocks) * kAttentionQueryBlock, t1 = std::min(n, t0 + kAttentionQueryBlock);
     const KvSlots& slots = views[static_cast<size_t>(static_cast<int64_t>(h) / gqa)];
-    const int S = static_cast<int>(slots.n_slots);
-    const int ld_kv = static_cast<int>(slots.row_stride);
+    const size_t S = kv_visible_ranges(slots, args.positions[t1 - 1]).c;
     auto& scores = s_.thread_scores[static_cast<size_t>(thread)];
-    if (scores.size() < n * slots.n_slots) scores.resize(n * slots.n_slots);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n), S, hd, scale,
-                q + h * static_cast<size_t>(hd), q_stride, slots.k, ld_kv, 0.0f, scores.data(), S);
-    for (size_t t = 0; t < n; ++t) {
-      float* row = scores.data() + t * static_cast<size_t>(S);
+    if (scores.size() < (t1 - t0) * std::max<size_t>(S, 1)) scores.resize((t1 - t0) * std::max<size_t>(S, 1));
+    product(t1 - t0, S, hd, scale, q + t0 * q_stride + h * hd, q_stride, slots.k, slots.row_stride, true,
+            scores.data(), S, thread);
+    for (size_t t = t0; t < t1; ++t) {
+      float* row = scores.data() + (t - t0) * S;
       const KvVisibleRanges r = kv_visible_ranges(slots, args.positions[t]);
       float mx = -INFINITY;
       for (size_t s = 0; s < r.a; ++s) mx = std::max(mx, row[s]);
@@ -219,8 +235,8 @@ void CpuBackend::attention_batched(const float* q, const AttentionArgs& args, fl
       for (size_t s = r.b; s < r.c; ++s) row[s] *= inv;
       std::fill(row + r.c, row + S, 0.0f);
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(n), hd, S, 1.0f, scores.data(), S,
-                slots.v, ld_kv, 0.0f, out + h * static_cast<size_t>(hd), q_stride);
+    product(t1 - t0, hd, S, 1.0f, scores.data(), S, slots.v, slots.row_stride, false, out + t0 * q_stride + h * hd,
+            q_stride, thread);
   });
 }
 

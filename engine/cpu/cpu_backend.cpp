@@ -120,7 +120,7 @@ CpuBackend::CpuBackend(int threads, bool pack_weights, MatmulMode batched_matmul
       batched_matmul_(batched_matmul),
       pool_(threads),
       allocated_(std::make_shared<std::atomic<size_t>>(0)) {
-  // OpenBLAS single-threaded: the pool splits every sgemm (see the header).
+  // OpenBLAS single-threaded: the pool splits every sgemm of the sgemm option (see the header).
   openblas_set_num_threads(1);
   const CpuFeatures& f = cpu_features();
   info_.name = "cpu";
@@ -133,6 +133,7 @@ CpuBackend::CpuBackend(int threads, bool pack_weights, MatmulMode batched_matmul
                    {"batched_matmul", matmul_mode_name(batched_matmul)}};
   s_.thread_f32.resize(static_cast<size_t>(pool_.n_threads()));
   s_.thread_scores.resize(static_cast<size_t>(pool_.n_threads()));
+  s_.gemm.resize(static_cast<size_t>(pool_.n_threads()));
 }
 
 CpuBackend::~CpuBackend() = default;

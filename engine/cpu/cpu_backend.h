@@ -1,12 +1,14 @@
 #pragma once
-// The CPU backend: the engine's own kernels (cpu/quant.h, run-time choice of the AVX-512, AVX2 or
-// portable set), OpenBLAS sgemm for large batches, a thread pool (cpu/thread_pool.h) that splits
-// every op. Ops run when they are enqueued; sync() has nothing to wait for.
+// The CPU backend: the engine's own kernels (cpu/quant.h for decode, cpu/gemm.h for batches;
+// run-time choice of the AVX-512, AVX2 or portable set), OpenBLAS sgemm as an option, a thread
+// pool (cpu/thread_pool.h) that splits every op. Ops run when they are enqueued; sync() has
+// nothing to wait for.
 //
 // Options (BackendOptions, checked by the constructor's factory open_cpu_backend):
-//   threads         the pool's threads (the calling thread included); OpenBLAS runs
-//                   single-threaded, process-wide, and the pool splits every sgemm: OpenBLAS's own
-//                   threads busy-wait after each call (~0.1 s), which on a host shared with a
+//   threads         the pool's threads (the calling thread included). The pool blocks rather than
+//                   spins between jobs (thread_pool.h); OpenBLAS, when the sgemm option uses it,
+//                   runs single-threaded, process-wide, and the pool splits every sgemm: OpenBLAS's
+//                   own threads busy-wait after each call (~0.1 s), which on a host shared with a
 //                   busy process stole the CPU from the decode that follows a prefill.
 //   weight_layout   "packed": Q4_0/Q8_0 matmul weights (not token_embd's row lookups) copied at
 //                   upload into the row-interleaved layout of the packed kernels (quant.h,
@@ -14,28 +16,30 @@
 //                   once; "row-major": every weight read in place from the file; "auto": packed
 //                   when the active kernel set is a SIMD one (the portable packed kernels copy each
 //                   row back first and are slower). Measured (bench/README.md): one-token decode
-//                   streams weights as fast packed as row-major; blocks of tokens (prefill, verify)
-//                   reuse them from cache and run 1.5-3.7x faster packed on Q4_0.
-//   batched_matmul  the matmul path of a batch of n > 1 tokens (MatmulMode below).
+//                   streams weights as fast packed as row-major; the packed layout is the int8
+//                   GEMM's own (row-major Q4_0/Q8_0 are packed a group at a time per batch).
+//   batched_matmul  how a batch of n > 1 tokens runs (MatmulMode below).
 //
-// Matmul paths:
+// Paths of a batch of n tokens (BatchPath):
 //   * one token (decode): quantize_activations + matvec, multithreaded over rows — activations are
 //     converted exactly like ggml-cpu (Q8_0/Q8_K/F16/BF16), so logits match llama.cpp's to ~1e-6
 //     (up to ~1e-3 on the fragile synthetic references).
-//   * MatmulMode::kAuto (default): kSgemm for batches of at least kMinSgemmTokens (32) tokens,
-//     kQuantizedActivations below — reading the weights once and reusing them from cache beats
-//     dequantizing the whole model for a short prompt (ggml's BLAS backend likewise takes only
-//     batches of >= 32). Packed weights always take the quantized path under kAuto: their kernels
-//     beat dequantize + sgemm at every batch size.
-//   * MatmulMode::kSgemm: weights dequantized to f32 in row tiles (F32 weights used in place) and
-//     multiplied with cblas_sgemm; attention of the batch through sgemm too. Activations are NOT
+//   * kExact: the same activations through gemm(..., decode_exact) — the int8 GEMM kernels where
+//     they round like decode (Q4_0, Q8_0 packed, Q4_K, Q6_K: gemm.h), the decode kernels with
+//     weight tiles reused across the batch otherwise — and attention token by token, so every row
+//     is bit for bit what token-by-token decode gives.
+//   * kGemm: every type with a GEMM kernel of its own through it (F32/F16/BF16 summed in the
+//     micro-kernel's f32 order), and attention of the whole batch through gemm_f32 (scores and
+//     values per head and block of queries): rows differ from decode by f32 rounding only where a
+//     kernel rounds differently.
+//   * kSgemm: weights dequantized to f32 in row tiles (F32 weights used in place) and multiplied
+//     with OpenBLAS cblas_sgemm; attention of the batch through sgemm too. Activations are NOT
 //     quantized, so for quantized weights the logits differ from the decode path by the
 //     activation-quantization error (~2e-2 on the synthetic references).
-//   * MatmulMode::kQuantizedActivations: each token through the decode kernels (weight tiles
-//     reused across the batch) and the per-token attention, so a batch gives the logits of
-//     token-by-token decode bit for bit.
-// "Verify agrees with decode" (backend.h): kAuto and kQuantizedActivations compute every batch
-// shorter than kMinSgemmTokens (>= kExactBlockTokens) on the decode path, so blocks below
+// MatmulMode picks them: kAuto (the default) kExact below kMinBatchedTokens tokens and kGemm from
+// there; kQuantizedActivations kExact at every size; kSgemm kSgemm at every size.
+// "Verify agrees with decode" (backend.h): kAuto and kQuantizedActivations run every batch
+// shorter than kMinBatchedTokens (>= kExactBlockTokens) on kExact, so blocks below
 // kExactBlockTokens are exact; kQuantizedActivations makes every batch exact; kSgemm gives the
 // requirement up (speculative output can then differ from AR: the lossless check reports it).
 #include <atomic>
@@ -46,6 +50,7 @@
 #include <vector>
 
 #include "engine/backend.h"
+#include "engine/cpu/gemm.h"
 #include "engine/cpu/quant.h"
 #include "engine/cpu/thread_pool.h"
 #include "engine/kv_cache.h"
@@ -53,8 +58,9 @@
 namespace kakeya::engine {
 
 enum class MatmulMode { kAuto, kSgemm, kQuantizedActivations };
-inline constexpr size_t kMinSgemmTokens = 32;  // kAuto's threshold
-static_assert(kMinSgemmTokens >= kExactBlockTokens, "kAuto must keep verify blocks exact");
+enum class BatchPath { kExact, kGemm, kSgemm };
+inline constexpr size_t kMinBatchedTokens = 32;  // kAuto's threshold for kGemm
+static_assert(kMinBatchedTokens >= kExactBlockTokens, "kAuto must keep verify blocks exact");
 
 // "auto" | "sgemm" | "quantized". Errors: "bad_param" naming the value.
 Result<MatmulMode> parse_matmul_mode(const std::string& name);
@@ -146,24 +152,26 @@ class CpuBackend final : public Backend {
   void sync() override {}
 
   MatmulMode batched_matmul() const { return batched_matmul_; }
-  // Whether a batch of n tokens goes through dequantize + sgemm (and batched attention).
-  bool use_sgemm(size_t n) const {
-    if (n <= 1 || batched_matmul_ == MatmulMode::kQuantizedActivations) return false;
-    return batched_matmul_ == MatmulMode::kSgemm || n >= kMinSgemmTokens;
+  // The path of a batch of n tokens (matmuls and attention alike); one token is always kExact.
+  BatchPath batch_path(size_t n) const {
+    if (n <= 1 || batched_matmul_ == MatmulMode::kQuantizedActivations) return BatchPath::kExact;
+    if (batched_matmul_ == MatmulMode::kSgemm) return BatchPath::kSgemm;
+    return n >= kMinBatchedTokens ? BatchPath::kGemm : BatchPath::kExact;
   }
   ThreadPool& pool() { return pool_; }
 
  private:
   // The f32 rows of a tensor in this backend's memory.
   static float* f32(const Tensor& t);
-  // matmul: this weight's path for n tokens; the quantized and sgemm paths (cpu_matmul.cpp).
-  bool sgemm_matmul(const Tensor& w, size_t n) const;
-  void matmul_quantized(std::span<const MatmulOut> outs, const Tensor& x);
+  // matmul paths (cpu_matmul.cpp): outputs sharing a weight type and input width through the
+  // engine's kernels (decode for one token, gemm for more), or one weight through OpenBLAS.
+  void matmul_kernels(std::span<const MatmulOut> outs, const Tensor& x, BatchPath path);
   void matmul_sgemm(const Tensor& w, const float* x, size_t n, float* y);
   // attention (cpu_attention.cpp): per-head views of the KV slots (quantized storage decoded into
-  // scratch), then the batched (sgemm) or per-token path.
+  // scratch), then the batched (gemm_f32 or OpenBLAS, per head and block of queries) or per-token
+  // path.
   void kv_slots(const AttentionArgs& args);
-  void attention_batched(const float* q, const AttentionArgs& args, float* out);
+  void attention_batched(const float* q, const AttentionArgs& args, float* out, bool openblas);
   void attention_per_token(const float* q, const AttentionArgs& args, float* out);
   // Per-thread f32 scratch of at least n floats (attention scores, RoPE cache).
   void reserve_thread_f32(size_t n);
@@ -171,8 +179,9 @@ class CpuBackend final : public Backend {
   // Scratch of the ops, reused across calls (one op runs at a time).
   struct Scratch {
     std::vector<ActivationBuffer> acts;             // matmul: converted activations [n]
+    std::vector<GemmScratch> gemm;                  // per thread: the GEMM kernels' scratch
     std::vector<float> tile;                        // sgemm path: dequantized weight rows
-    std::vector<std::vector<float>> thread_scores;  // per thread: batched attention [n][n_slots]
+    std::vector<std::vector<float>> thread_scores;  // per thread: batched attention [queries][n_slots]
     std::vector<std::vector<float>> thread_f32;     // per thread: attention scores, RoPE cache
     std::vector<KvSlots> kv_views;                  // attention: one view per KV head
     std::vector<float> kv_dequant;                  // attention: quantized KV decoded to f32

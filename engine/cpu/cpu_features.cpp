@@ -45,6 +45,11 @@ CpuFeatures detect() {
     f.avx512bw = f.avx512f && (b & (1u << 30)) != 0;
     f.avx512vl = f.avx512f && (b & (1u << 31)) != 0;
     f.avx512vnni = f.avx512f && (c & (1u << 11)) != 0;
+    const unsigned max_subleaf = a;
+    if (max_subleaf >= 1) {
+      __cpuid_count(7, 1, a, b, c, d);
+      f.avx512bf16 = f.avx512f && (a & (1u << 5)) != 0;
+    }
   }
   // Brand string: leaves 0x80000002..4, 16 bytes each, NUL-padded.
   if (__get_cpuid(0x80000000, &a, &b, &c, &d) != 0 && a >= 0x80000004) {
@@ -82,6 +87,7 @@ std::string CpuFeatures::to_string() const {
   add(avx512bw, "avx512bw");
   add(avx512vl, "avx512vl");
   add(avx512vnni, "avx512vnni");
+  add(avx512bf16, "avx512bf16");
   add(neon, "neon");
   return s;
 }

@@ -15,6 +15,7 @@ struct CpuFeatures {
   bool avx512bw = false;
   bool avx512vl = false;
   bool avx512vnni = false;
+  bool avx512bf16 = false;  // vdpbf16ps (the AVX-512 GEMM's BF16 kernel)
   bool neon = false;
   std::string brand;  // the CPU's brand string (cpuid 0x80000002..4), "" where there is none
 

@@ -1,5 +1,5 @@
-// The CPU backend's matmul paths (cpu_backend.h): quantized activations through the decode
-// kernels (row-major or packed weights), or dequantize + OpenBLAS sgemm.
+// The CPU backend's matmul paths (cpu_backend.h): the engine's kernels (decode mat-vec for one
+// token, the GEMM kernels of cpu/gemm.h for a batch), or dequantize + OpenBLAS sgemm.
 #include <cblas.h>
 
 #include <algorithm>
@@ -11,48 +11,44 @@ namespace {
 
 // Floats of one dequantized weight tile for the sgemm path (8 MiB).
 constexpr size_t kTileFloats = size_t{2} << 20;
-// Bytes of weight rows reused across the tokens of a quantized-activation batch (about half of
-// a typical 1 MiB L2; see matmul_quantized).
-constexpr size_t kVerifyTileBytes = size_t{256} << 10;
 // Least weight bytes per parallel range of a mat-vec worth handing to another thread.
 constexpr size_t kMinRangeBytes = size_t{32} << 10;
+// A batch is split into GEMM tasks of at most this many tokens (the activations of a task stay
+// in L2 while each converted weight tile is reused for all of them) ...
+constexpr size_t kGemmTokenBlock = 256;
+// ... and of at least this many weight rows (whole micro-kernel panels), about kGemmTasksPerThread
+// tasks per thread so a descheduled worker holds back little work.
+constexpr size_t kGemmRowUnit = 32;
+constexpr size_t kGemmTasksPerThread = 4;
 
 const uint8_t* weight_rows(const Tensor& w) { return static_cast<const CpuBuffer*>(w.buffer)->data() + w.offset; }
 const uint8_t* weight_packed(const Tensor& w) { return static_cast<const CpuBuffer*>(w.buffer)->packed(); }
 
 }  // namespace
 
-bool CpuBackend::sgemm_matmul(const Tensor& w, size_t n) const {
-  if (!use_sgemm(n)) return false;
-  // kAuto: packed weights stay on the packed decode kernels at every batch size, reused from
-  // cache across the batch: 1.2-3.7x the prefill throughput of dequantize + sgemm on the
-  // TinyLlama shape (bench/README.md).
-  return !(batched_matmul_ == MatmulMode::kAuto && weight_packed(w) != nullptr);
-}
-
 void CpuBackend::matmul(std::span<const MatmulOut> outs, const Tensor& x) {
   const size_t n = static_cast<size_t>(x.rows);
-  // Fuse runs of outputs with the same weight type and path (one activation conversion, one
-  // parallel region).
+  const BatchPath path = batch_path(n);
+  if (path == BatchPath::kSgemm) {
+    for (const MatmulOut& o : outs) matmul_sgemm(*o.w, f32(x), n, f32(o.y));
+    return;
+  }
+  // Fuse runs of outputs with the same weight type, width and layout (one activation conversion,
+  // one parallel region).
   const MatmulOut* begin = outs.data();
   const MatmulOut* const end_all = outs.data() + outs.size();
   while (begin != end_all) {
     const Tensor& w0 = *begin->w;
-    if (sgemm_matmul(w0, n)) {
-      matmul_sgemm(w0, f32(x), n, f32(begin->y));
-      ++begin;
-      continue;
-    }
     const MatmulOut* end = begin + 1;
     while (end != end_all && end->w->type == w0.type && end->w->cols == w0.cols &&
-           (weight_packed(*end->w) != nullptr) == (weight_packed(w0) != nullptr) && !sgemm_matmul(*end->w, n))
+           (weight_packed(*end->w) != nullptr) == (weight_packed(w0) != nullptr))
       ++end;
-    matmul_quantized(std::span<const MatmulOut>(begin, end), x);
+    matmul_kernels(std::span<const MatmulOut>(begin, end), x, path);
     begin = end;
   }
 }
 
-void CpuBackend::matmul_quantized(std::span<const MatmulOut> outs, const Tensor& xt) {
+void CpuBackend::matmul_kernels(std::span<const MatmulOut> outs, const Tensor& xt, BatchPath path) {
   const Tensor& w0 = *outs[0].w;
   const float* x = f32(xt);
   const size_t n = static_cast<size_t>(xt.rows);
@@ -66,46 +62,60 @@ void CpuBackend::matmul_quantized(std::span<const MatmulOut> outs, const Tensor&
     });
   }
   // Rows of all outputs, concatenated: [0, rows(out0)) ++ [0, rows(out1)) ++ ..., split in units
-  // of `unit` rows: whole packed groups when the weights are packed (the fused outputs share
-  // type and n_in, so either all or none are packed), so no range starts inside a group.
+  // of `unit` rows (whole packed groups when the weights are packed: the fused outputs share type
+  // and n_in, so either all or none are packed), so no range starts inside a group.
   const bool packed = weight_packed(w0) != nullptr;
-  const size_t unit = packed ? static_cast<size_t>(kPackRows) : 1;
+  const size_t unit = n == 1 ? (packed ? static_cast<size_t>(kPackRows) : 1) : kGemmRowUnit;
   size_t total = 0;
   for (const MatmulOut& o : outs) total += (static_cast<size_t>(o.w->rows) + unit - 1) / unit;
-  // A range holds at least kMinRangeBytes of weights: tiny matrices (a 260K-parameter model)
-  // run inline instead of paying a hand-off per job.
-  const size_t min_rows = std::max<size_t>(32, kMinRangeBytes / std::max<size_t>(1, w0.row_bytes()));
-  auto rows_dot = [&](const Tensor& w, size_t r0, size_t r1, const ActivationBuffer& act, float* y) {
-    if (packed) {
-      matvec_packed(w.type, weight_packed(w), w.cols, static_cast<int64_t>(r0), static_cast<int64_t>(r1), act, y);
-    } else {
-      matvec(w.type, weight_rows(w), w.cols, static_cast<int64_t>(r0), static_cast<int64_t>(r1), act, y);
-    }
-  };
-  pool_.parallel_ranges(total, (min_rows + unit - 1) / unit, [&](size_t ua, size_t ub, int) {
+  // Runs fn(output, r0, r1) for the rows of unit range [ua, ub).
+  auto each_output = [&](size_t ua, size_t ub, auto&& fn) {
     size_t base = 0;  // in units
     for (const MatmulOut& o : outs) {
       const size_t rows = static_cast<size_t>(o.w->rows);
       const size_t units = (rows + unit - 1) / unit;
       const size_t u0 = std::max(ua, base), u1 = std::min(ub, base + units);  // this output's units
-      if (u0 < u1) {
-        const size_t r0 = (u0 - base) * unit, r1 = std::min(rows, (u1 - base) * unit);
-        float* y = f32(o.y);
-        if (n == 1) {
-          rows_dot(*o.w, r0, r1, acts[0], y + r0);
-        } else {
-          // Several tokens (prefill, verify blocks): a tile of rows small enough to stay in L2 is
-          // read from memory once and reused for every token, instead of streaming the rows n times.
-          const size_t row_bytes = o.w->row_bytes();
-          const size_t tile = std::max<size_t>(kPackRows, (kVerifyTileBytes / row_bytes) & ~size_t{kPackRows - 1});
-          for (size_t t0 = r0; t0 < r1; t0 += tile) {
-            const size_t t1 = std::min(r1, t0 + tile);
-            for (size_t t = 0; t < n; ++t) rows_dot(*o.w, t0, t1, acts[t], y + t * rows + t0);
-          }
-        }
-      }
+      if (u0 < u1) fn(o, (u0 - base) * unit, std::min(rows, (u1 - base) * unit));
       base += units;
     }
+  };
+  if (n == 1) {
+    // A range holds at least kMinRangeBytes of weights: tiny matrices (a 260K-parameter model)
+    // run inline instead of paying a hand-off per job.
+    const size_t min_rows = std::max<size_t>(32, kMinRangeBytes / std::max<size_t>(1, w0.row_bytes()));
+    pool_.parallel_ranges(total, (min_rows + unit - 1) / unit, [&](size_t ua, size_t ub, int) {
+      each_output(ua, ub, [&](const MatmulOut& o, size_t r0, size_t r1) {
+        float* y = f32(o.y) + r0;
+        if (packed) {
+          matvec_packed(o.w->type, weight_packed(*o.w), o.w->cols, static_cast<int64_t>(r0), static_cast<int64_t>(r1),
+                        acts[0], y);
+        } else {
+          matvec(o.w->type, weight_rows(*o.w), o.w->cols, static_cast<int64_t>(r0), static_cast<int64_t>(r1), acts[0],
+                 y);
+        }
+      });
+    });
+    return;
+  }
+  // A batch: tasks of (a block of tokens) × (a range of rows), each one gemm call per output it
+  // touches. Rows are split first (every task then reuses its weight tiles for the most tokens);
+  // blocks of tokens only bound a task's activations.
+  const size_t blocks = (n + kGemmTokenBlock - 1) / kGemmTokenBlock;
+  const size_t block = (n + blocks - 1) / blocks;
+  const size_t target = static_cast<size_t>(pool_.n_threads()) * kGemmTasksPerThread;
+  const size_t ranges = std::clamp<size_t>((target + blocks - 1) / blocks, 1, total);
+  const size_t range_units = (total + ranges - 1) / ranges;
+  const size_t n_ranges = (total + range_units - 1) / range_units;
+  const bool exact = path == BatchPath::kExact;
+  pool_.parallel_for(blocks * n_ranges, [&](size_t task, int thread) {
+    const size_t t0 = (task / n_ranges) * block, t1 = std::min(n, t0 + block);
+    const size_t ua = (task % n_ranges) * range_units, ub = std::min(total, ua + range_units);
+    each_output(ua, ub, [&](const MatmulOut& o, size_t r0, size_t r1) {
+      const GemmWeights w{o.w->type, o.w->cols, weight_rows(*o.w), weight_packed(*o.w)};
+      const size_t ldy = static_cast<size_t>(o.y.cols);
+      gemm(w, static_cast<int64_t>(r0), static_cast<int64_t>(r1), acts.data() + t0, static_cast<int64_t>(t1 - t0),
+           f32(o.y) + t0 * ldy + r0, ldy, exact, s_.gemm[static_cast<size_t>(thread)]);
+    });
   });
 }
 

@@ -135,7 +135,9 @@ Status matmul_cases(Table& t) {
     const MatmulTol tol = matmul_tolerance(type);
     for (int64_t n_in : n_ins) {
       for (int64_t n_out : {int64_t{1}, int64_t{33}}) {
-        // 33 output rows: two packed groups of 16 and one row; 33 tokens: a batched path.
+        // 33 output rows: two packed groups of 16 and one row; 33 tokens: a batched path (the CPU
+        // backend's GEMM kernels from kMinBatchedTokens = 32 on: micro-kernel token tiles of 6, 8
+        // or 12 plus a remainder).
         for (int64_t tokens : {int64_t{1}, int64_t{5}, int64_t{33}}) {
           const auto bytes = random_rows(type, n_in, n_out, rng);
           const WeightMatrix w{"op.weight", type, bytes.data(), n_in, n_out, ggml_row_bytes(type, n_in)};
@@ -174,6 +176,27 @@ Status matmul_cases(Table& t) {
       t.add("matmul_fused", ggml_type_name(type), dims({{"n_in", n_in}, {"n_out", 33 + 17}, {"tokens", tokens}}), got,
             want, tol.nmse, tol.abs);
     }
+  }
+  // A batch through the GEMM kernels with a reduction over several panels: n_in of two whole
+  // 256-value panels and part of a third (K-quants: three whole super-block panels), 37 rows (two
+  // packed groups and a partial one), 45 tokens (token tiles of 6, 8 or 12 and a rest). Its own
+  // random stream, so the cases above keep their inputs.
+  Rng wide(11);
+  for (const auto& [type, n_ins] : types) {
+    const MatmulTol tol = matmul_tolerance(type);
+    const int64_t n_in = ggml_block_size(type) == 256 ? 768 : 544, n_out = 37, tokens = 45;
+    const auto bytes = random_rows(type, n_in, n_out, wide);
+    const WeightMatrix w{"op.weight", type, bytes.data(), n_in, n_out, ggml_row_bytes(type, n_in)};
+    KAKEYA_ASSIGN_OR_RETURN(Tensor wt, t.weight(w, WeightUse::kMatmul));
+    const std::vector<float> x = wide.vec(static_cast<size_t>(tokens * n_in));
+    KAKEYA_ASSIGN_OR_RETURN(Tensor xt, t.f32(tokens, n_in, x));
+    KAKEYA_ASSIGN_OR_RETURN(Tensor yt, t.f32(tokens, n_out));
+    const MatmulOut outs[] = {{&wt, yt}};
+    t.backend().matmul(outs, xt);
+    std::vector<float> want(static_cast<size_t>(tokens * n_out));
+    for (int64_t k = 0; k < tokens; ++k) reference::matvec_f32(w, x.data() + k * n_in, want.data() + k * n_out);
+    t.add("matmul", ggml_type_name(type), dims({{"n_in", n_in}, {"n_out", n_out}, {"tokens", tokens}}), t.read(yt),
+          want, tol.nmse, tol.abs);
   }
   return ok_status();
 }

@@ -17,7 +17,9 @@
 //   attention (any KV storage; references read its KV)      NMSE 1e-10, max |Δ| 1e-4
 //   kv_store of affine 8/4-bit storage                       exact against the host codec
 //   matmul vs f32 activations, double accumulation: the activation conversion of a backend's
-//   decode path is part of the error — F32 NMSE 1e-10 / max 1e-3; F16 1e-6 / 1e-2;
+//   decode path is part of the error, and so is a batched path's own summation order (the CPU
+//   backend's GEMM kernels, cpu/gemm.h, for 33 tokens: same activations, f32 sums in the
+//   micro-kernel's order) — F32 NMSE 1e-10 / max 1e-3; F16 1e-6 / 1e-2;
 //   BF16 1e-4 / 5e-2; Q8_0, Q4_0, Q4_K, Q6_K (8-bit activations) 1e-3 / 0.25 (inputs of unit
 //   scale: outputs up to ~10; a one-row output is normalized by its own small energy, which is
 //   why the NMSE bound is twice ggml's 5e-4).

@@ -18,7 +18,7 @@ TEST(CpuFeatures, CachedAndConsistent) {
   if (f.avx2 || f.fma || f.f16c) {
     EXPECT_TRUE(f.avx);
   }
-  if (f.avx512bw || f.avx512vl || f.avx512vnni) {
+  if (f.avx512bw || f.avx512vl || f.avx512vnni || f.avx512bf16) {
     EXPECT_TRUE(f.avx512f);
   }
   EXPECT_EQ(f.can_run_avx2(), f.avx2 && f.fma && f.f16c);
@@ -41,6 +41,7 @@ TEST(CpuFeatures, ToStringListsExactlyThePresentFeatures) {
   EXPECT_EQ(names.count("f16c"), f.f16c ? 1u : 0u);
   EXPECT_EQ(names.count("avx512f"), f.avx512f ? 1u : 0u);
   EXPECT_EQ(names.count("avx512vnni"), f.avx512vnni ? 1u : 0u);
+  EXPECT_EQ(names.count("avx512bf16"), f.avx512bf16 ? 1u : 0u);
   EXPECT_EQ(names.count("neon"), f.neon ? 1u : 0u);
 
   CpuFeatures manual;
@@ -71,6 +72,7 @@ TEST(CpuFeatures, AgreesWithProcCpuinfo) {
   EXPECT_EQ(f.avx512bw, flags.count("avx512bw") == 1);
   EXPECT_EQ(f.avx512vl, flags.count("avx512vl") == 1);
   EXPECT_EQ(f.avx512vnni, flags.count("avx512_vnni") == 1);
+  EXPECT_EQ(f.avx512bf16, flags.count("avx512_bf16") == 1);
 }
 #endif
 

@@ -223,12 +223,14 @@ TEST(Llama, BatchedPrefillEqualsTokenByTokenAndChunking) {
   for (int i = 0; i < 40; ++i) prompt.push_back(260 + (i * 37) % 250);
   auto one = test::context(model, test::cpu(1), 512);
   const auto seq = logits_token_by_token(*one, prompt);
-  for (size_t n_batch : {size_t{512}, size_t{7}}) {
-    auto ctx = test::context(model, test::cpu(2, "sgemm"), 512, n_batch);
-    auto b = ctx->eval(prompt, true);
-    ASSERT_TRUE(b.ok());
-    EXPECT_LT(max_abs_diff(b.value(), seq), 1e-4f) << "n_batch " << n_batch;
-    EXPECT_EQ(ctx->n_past(), prompt.size());
+  for (const char* mode : {"sgemm", "auto"}) {
+    for (size_t n_batch : {size_t{512}, size_t{7}}) {
+      auto ctx = test::context(model, test::cpu(2, mode), 512, n_batch);
+      auto b = ctx->eval(prompt, true);
+      ASSERT_TRUE(b.ok());
+      EXPECT_LT(max_abs_diff(b.value(), seq), 1e-4f) << mode << ", n_batch " << n_batch;
+      EXPECT_EQ(ctx->n_past(), prompt.size());
+    }
   }
 }
 
@@ -298,42 +300,47 @@ TEST(Llama, PackedWeightsGiveTheLogitsOfRowMajorWeights) {
   }
 }
 
-// MatmulMode::kAuto (the default) runs batches of row-major weights below kMinSgemmTokens through
-// the decode kernels and longer ones through sgemm; packed weights always through the packed
-// kernels. Each case is bit-identical to the explicit mode it picks (the attention path follows
-// the same threshold).
-TEST(Llama, AutoMatmulModeSwitchesToSgemmAtThirtyTwoTokens) {
-  const auto& model = load_cached((testing::data_dir() / "reference" / "synth-llama-256-q4_0.gguf").string());
+// MatmulMode::kAuto (the default) runs batches below kMinBatchedTokens on the decode-exact path
+// (int8 GEMM kernels that round like decode, the decode kernels otherwise, attention token by
+// token) and longer ones on the GEMM path (F16's f32 GEMM, batched attention through gemm_f32).
+// Below the threshold auto is bit-identical to "quantized"; from it, Q4_0's matmuls stay exact and
+// only attention's f32 order differs, while F16's GEMM rounds differently (and must have run).
+TEST(Llama, AutoMatmulModeIsExactBelowThirtyTwoTokens) {
   std::vector<int32_t> prompt = {1};
   for (int i = 0; i < 40; ++i) prompt.push_back(3 + (i * 53) % 500);
-  for (const char* layout : {"row-major", "packed"}) {
-    const bool is_packed = std::string(layout) == "packed";
-    for (size_t n : {size_t{9}, kMinSgemmTokens - 1, kMinSgemmTokens, size_t{41}}) {
-      const std::span<const int32_t> p(prompt.data(), n);
-      auto run = [&](const char* mode) {
-        auto& backend = static_cast<CpuBackend&>(test::cpu(2, mode, layout));
-        const MatmulMode m = parse_matmul_mode(mode).value();
-        EXPECT_EQ(backend.use_sgemm(n), m == MatmulMode::kSgemm || (m == MatmulMode::kAuto && n >= kMinSgemmTokens));
-        auto ctx = test::context(model, backend, 64);
-        auto r = ctx->eval(p, true);
-        EXPECT_TRUE(r.ok());
-        return r.ok() ? r.value() : std::vector<float>{};
-      };
-      const bool want_sgemm = !is_packed && n >= kMinSgemmTokens;
-      const auto autom = run("auto");
-      const auto explicit_sgemm = run("sgemm");
-      const auto explicit_quant = run("quantized");
-      SCOPED_TRACE(std::string(is_packed ? "packed, " : "row-major, ") + std::to_string(n) + " tokens");
-      EXPECT_GT(max_abs_diff(explicit_sgemm, explicit_quant), 0.0f) << "the two paths should round differently";
-      if (want_sgemm) {
-        EXPECT_EQ(max_abs_diff(autom, explicit_sgemm), 0.0f);
-      } else if (n < kMinSgemmTokens) {
-        EXPECT_EQ(max_abs_diff(autom, explicit_quant), 0.0f);
-      } else {
-        // packed matmuls with batched attention: the matmuls of kQuantizedActivations, the
-        // attention of kSgemm (f32 summation order only).
-        EXPECT_LT(max_abs_diff(autom, explicit_quant), 1e-4f);
-        EXPECT_GT(max_abs_diff(autom, explicit_sgemm), 1e-4f);
+  for (const char* type : {"q4_0", "f16"}) {
+    const auto path = testing::data_dir() / "reference" / (std::string("synth-llama-256-") + type + ".gguf");
+    const auto& model = load_cached(path.string());
+    const bool f16 = std::string(type) == "f16";
+    for (const char* layout : {"row-major", "packed"}) {
+      for (size_t n : {size_t{9}, kMinBatchedTokens - 1, kMinBatchedTokens, size_t{41}}) {
+        const std::span<const int32_t> p(prompt.data(), n);
+        auto run = [&](const char* mode) {
+          auto& backend = static_cast<CpuBackend&>(test::cpu(2, mode, layout));
+          auto ctx = test::context(model, backend, 64);
+          auto r = ctx->eval(p, true);
+          EXPECT_TRUE(r.ok());
+          return r.ok() ? r.value() : std::vector<float>{};
+        };
+        SCOPED_TRACE(std::string(type) + ", " + layout + ", " + std::to_string(n) + " tokens");
+        auto& autob = static_cast<CpuBackend&>(test::cpu(2, "auto", layout));
+        EXPECT_EQ(autob.batch_path(n), n >= kMinBatchedTokens ? BatchPath::kGemm : BatchPath::kExact);
+        EXPECT_EQ(static_cast<CpuBackend&>(test::cpu(2, "quantized", layout)).batch_path(n), BatchPath::kExact);
+        EXPECT_EQ(static_cast<CpuBackend&>(test::cpu(2, "sgemm", layout)).batch_path(n), BatchPath::kSgemm);
+        const auto autom = run("auto");
+        const auto quant = run("quantized");
+        const auto sgemm = run("sgemm");
+        if (n < kMinBatchedTokens) {
+          EXPECT_EQ(max_abs_diff(autom, quant), 0.0f);
+        } else {
+          EXPECT_LT(max_abs_diff(autom, quant), f16 ? 2e-3f : 1e-4f);
+          if (f16) {
+            EXPECT_GT(max_abs_diff(autom, quant), 0.0f) << "the f32 GEMM rounds differently from decode";
+          }
+        }
+        if (!f16) {
+          EXPECT_GT(max_abs_diff(sgemm, quant), 1e-4f) << "sgemm does not quantize activations";
+        }
       }
     }
   }

@@ -1,0 +1,238 @@
+// The GEMM kernel sets (engine/cpu/gemm.h) against the portable set and against their own decode
+// kernels, on odd sizes: row counts that are not whole packed groups or panels, ranges that start
+// inside a group, token counts that are not whole micro-tiles, one-block and many-block rows.
+#include "engine/cpu/gemm.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/quantize.h"
+
+namespace kakeya::engine {
+namespace {
+
+std::vector<KernelIsa> simd_sets() {
+  std::vector<KernelIsa> out;
+  for (KernelIsa isa : {KernelIsa::Avx2, KernelIsa::Avx512})
+    if (kernel_isa_available(isa)) out.push_back(isa);
+  return out;
+}
+
+// Rows of `type` covering its whole range: random bytes with finite scales for the types whose
+// every byte pattern is a valid block (so Q8_0 holds −128, Q6_K scales of −128, Q4_K scales of
+// 63), quantized random floats for the others.
+std::vector<uint8_t> random_rows(GgmlType type, int64_t n, int64_t rows, std::mt19937& rng) {
+  const size_t row_bytes = ggml_row_bytes(type, n);
+  std::vector<uint8_t> out(row_bytes * static_cast<size_t>(rows));
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  auto scale = [&](float base) { return fp32_to_fp16(base * (0.5f + 0.5f * std::fabs(u(rng)))); };
+  switch (type) {
+    case GgmlType::Q4_0:
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_K:
+    case GgmlType::Q6_K: {
+      for (uint8_t& b : out) b = static_cast<uint8_t>(rng());
+      const size_t block = ggml_block_bytes(type);
+      for (size_t off = 0; off < out.size(); off += block) {
+        uint8_t* blk = out.data() + off;
+        const uint16_t d = scale(type == GgmlType::Q4_K ? 1e-3f : type == GgmlType::Q6_K ? 1e-3f : 0.02f);
+        if (type == GgmlType::Q6_K) {
+          std::memcpy(blk + offsetof(BlockQ6_K, d), &d, 2);
+        } else {
+          std::memcpy(blk, &d, 2);
+        }
+        if (type == GgmlType::Q4_K) {
+          const uint16_t dmin = scale(1e-3f);
+          std::memcpy(blk + offsetof(BlockQ4_K, dmin), &dmin, 2);
+        }
+      }
+      return out;
+    }
+    default: {
+      std::vector<float> x(static_cast<size_t>(n));
+      for (int64_t r = 0; r < rows; ++r) {
+        for (float& v : x) v = u(rng);
+        EXPECT_TRUE(convert_row(type, x.data(), out.data() + static_cast<size_t>(r) * row_bytes, n).ok());
+      }
+      return out;
+    }
+  }
+}
+
+std::vector<ActivationBuffer> activations(const QuantKernels& k, GgmlType type, int64_t n, int64_t tokens,
+                                          std::mt19937& rng) {
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<ActivationBuffer> acts(static_cast<size_t>(tokens));
+  std::vector<float> x(static_cast<size_t>(n));
+  for (auto& a : acts) {
+    for (float& v : x) v = g(rng);
+    k.quantize_activations(type, x.data(), n, a);
+  }
+  return acts;
+}
+
+// y [tokens][r1 - r0] of `set`'s gemm (ldy wider than the row range, so stray writes show).
+std::vector<float> run_gemm(const GemmKernels& set, const GemmWeights& w, int64_t r0, int64_t r1,
+                            const std::vector<ActivationBuffer>& acts, bool exact, size_t ldy) {
+  GemmScratch scratch;
+  std::vector<float> y(acts.size() * ldy, -7.0f);
+  set.gemm(w, r0, r1, acts.data(), static_cast<int64_t>(acts.size()), y.data(), ldy, exact, scratch);
+  return y;
+}
+
+// What the set's decode kernels give, in the same [tokens][ldy] frame.
+std::vector<float> run_decode(const QuantKernels& k, const GemmWeights& w, int64_t r0, int64_t r1,
+                              const std::vector<ActivationBuffer>& acts, size_t ldy) {
+  std::vector<float> y(acts.size() * ldy, -7.0f);
+  for (size_t t = 0; t < acts.size(); ++t) {
+    if (w.packed != nullptr) {
+      k.matvec_packed(w.type, w.packed, w.n, r0, r1, acts[t], y.data() + t * ldy);
+    } else {
+      k.matvec(w.type, w.rows, w.n, r0, r1, acts[t], y.data() + t * ldy);
+    }
+  }
+  return y;
+}
+
+size_t count_different_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  size_t n = 0;
+  for (size_t i = 0; i < a.size(); ++i) n += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
+  return n;
+}
+
+// max |a − b| / max(1, max |b|) over the frame.
+double rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0, m = 1;
+  for (size_t i = 0; i < a.size(); ++i) {
+    d = std::max(d, std::fabs(static_cast<double>(a[i]) - b[i]));
+    m = std::max(m, std::fabs(static_cast<double>(b[i])));
+  }
+  return d / m;
+}
+
+struct Case {
+  GgmlType type;
+  int64_t n;
+};
+
+const Case kCases[] = {{GgmlType::F32, 48},    {GgmlType::F32, 300},   {GgmlType::F16, 36},  {GgmlType::F16, 520},
+                       {GgmlType::BF16, 35},   {GgmlType::BF16, 600},  {GgmlType::Q4_0, 32}, {GgmlType::Q4_0, 288},
+                       {GgmlType::Q8_0, 32},   {GgmlType::Q8_0, 352},  {GgmlType::Q4_K, 256}, {GgmlType::Q4_K, 1536},
+                       {GgmlType::Q6_K, 256},  {GgmlType::Q6_K, 1280}, {GgmlType::Q5_K, 512}, {GgmlType::IQ4_NL, 96}};
+
+TEST(Gemm, EveryKernelSetAgreesWithPortableAndWithItsDecodeKernels) {
+  std::mt19937 rng(11);
+  const GemmKernels& portable = gemm_kernels(KernelIsa::Portable);
+  for (const Case& c : kCases) {
+    const int64_t n_out = 53;
+    const auto bytes = random_rows(c.type, c.n, n_out, rng);
+    std::vector<uint8_t> packed;
+    if (packable(c.type, c.n)) {
+      packed.resize(packed_bytes(c.type, c.n, n_out));
+      pack_rows(c.type, bytes.data(), c.n, n_out, packed.data());
+    }
+    for (bool use_packed : {false, true}) {
+      if (use_packed && packed.empty()) continue;
+      const GemmWeights w{c.type, c.n, bytes.data(), use_packed ? packed.data() : nullptr};
+      // Ranges: all rows; one starting inside a packed group and ending before the last; one row.
+      for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, n_out}, {5, 41}, {n_out - 1, n_out}}) {
+        for (int64_t tokens : {1, 5, 13, 33}) {
+          SCOPED_TRACE(std::string(ggml_type_name(c.type)) + " n=" + std::to_string(c.n) +
+                       (use_packed ? " packed" : " row-major") + " rows [" + std::to_string(r0) + "," +
+                       std::to_string(r1) + ") tokens " + std::to_string(tokens));
+          const auto acts = activations(quant_kernels(KernelIsa::Portable), c.type, c.n, tokens, rng);
+          const size_t ldy = static_cast<size_t>(r1 - r0) + 3;
+          const auto want = run_gemm(portable, w, r0, r1, acts, false, ldy);
+          EXPECT_EQ(count_different_bits(want, run_decode(quant_kernels(KernelIsa::Portable), w, r0, r1, acts, ldy)), 0u)
+              << "the portable set is its decode kernels";
+          for (KernelIsa isa : simd_sets()) {
+            SCOPED_TRACE(kernel_isa_name(isa));
+            const GemmKernels& set = gemm_kernels(isa);
+            const auto decode = run_decode(quant_kernels(isa), w, r0, r1, acts, ldy);
+            const auto fast = run_gemm(set, w, r0, r1, acts, false, ldy);
+            const auto exact = run_gemm(set, w, r0, r1, acts, true, ldy);
+            EXPECT_EQ(count_different_bits(exact, decode), 0u) << "decode_exact is the decode kernels' rounding";
+            if (set.matches_decode(c.type, use_packed)) {
+              EXPECT_EQ(count_different_bits(fast, decode), 0u) << "an exact GEMM rounds like decode";
+            }
+            // Against the portable set: bit for bit where the decode kernels are (quant.h), else
+            // f32 summation order only. Stray writes outside the range would differ from -7 too.
+            const bool portable_exact = c.type == GgmlType::Q4_0 || c.type == GgmlType::Q4_K ||
+                                        c.type == GgmlType::Q6_K || c.type == GgmlType::Q5_K ||
+                                        c.type == GgmlType::IQ4_NL || c.type == GgmlType::Q8_0;
+            if (portable_exact) {
+              EXPECT_EQ(count_different_bits(fast, want), 0u);
+            } else {
+              EXPECT_LT(rel_diff(fast, want), c.type == GgmlType::BF16 ? 2e-4 : 2e-5);
+              for (size_t t = 0; t < acts.size(); ++t)
+                for (size_t i = static_cast<size_t>(r1 - r0); i < ldy; ++i) EXPECT_EQ(fast[t * ldy + i], -7.0f);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// The dedicated kernels are the ones listed; other types go through the decode kernels.
+TEST(Gemm, KernelListAndDecodeAgreement) {
+  for (KernelIsa isa : simd_sets()) {
+    const GemmKernels& set = gemm_kernels(isa);
+    for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K,
+                       GgmlType::Q6_K})
+      EXPECT_TRUE(set.has_kernel(t)) << ggml_type_name(t);
+    EXPECT_FALSE(set.has_kernel(GgmlType::Q5_K));
+    EXPECT_TRUE(set.matches_decode(GgmlType::Q4_0, false));
+    EXPECT_TRUE(set.matches_decode(GgmlType::Q8_0, true));
+    EXPECT_FALSE(set.matches_decode(GgmlType::Q8_0, false));
+    EXPECT_FALSE(set.matches_decode(GgmlType::F16, false));
+    EXPECT_TRUE(set.matches_decode(GgmlType::Q5_K, false)) << "decode kernels are their own match";
+  }
+  EXPECT_FALSE(gemm_kernels(KernelIsa::Portable).has_kernel(GgmlType::F32));
+  EXPECT_TRUE(gemm_kernels(KernelIsa::Portable).matches_decode(GgmlType::F16, false));
+}
+
+// gemm_f32 (attention's products): both layouts of B, odd m/n/k, alpha, k = 0, against float64.
+TEST(Gemm, F32ProductsOfEverySetMatchFloat64) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<KernelIsa> sets = simd_sets();
+  sets.push_back(KernelIsa::Portable);
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {7, 33, 64}, {13, 70, 300}, {40, 64, 513},
+                         {3, 5, 0}}) {
+    for (bool b_rows : {true, false}) {
+      const size_t lda = static_cast<size_t>(k) + 2, ldb = static_cast<size_t>(b_rows ? k : n) + 5,
+                   ldc = static_cast<size_t>(n) + 1;
+      std::vector<float> a(static_cast<size_t>(m) * lda), b(static_cast<size_t>(b_rows ? n : k) * ldb);
+      for (float& v : a) v = g(rng);
+      for (float& v : b) v = g(rng);
+      const float alpha = 0.125f;
+      std::vector<double> want(static_cast<size_t>(m) * ldc, -7.0);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double s = 0;
+          for (int64_t kk = 0; kk < k; ++kk)
+            s += static_cast<double>(a[i * lda + kk]) * (b_rows ? b[j * ldb + kk] : b[kk * ldb + j]);
+          want[i * ldc + j] = alpha * s;
+        }
+      for (KernelIsa isa : sets) {
+        SCOPED_TRACE(std::string(kernel_isa_name(isa)) + " m=" + std::to_string(m) + " n=" + std::to_string(n) +
+                     " k=" + std::to_string(k) + (b_rows ? " rows" : " cols"));
+        GemmScratch scratch;
+        std::vector<float> c(static_cast<size_t>(m) * ldc, -7.0f);
+        gemm_kernels(isa).gemm_f32(m, n, k, alpha, a.data(), lda, b.data(), ldb, b_rows, c.data(), ldc, scratch);
+        double worst = 0;
+        for (size_t i = 0; i < c.size(); ++i) worst = std::max(worst, std::fabs(c[i] - want[i]));
+        EXPECT_LT(worst, 1e-5 * std::sqrt(static_cast<double>(k) + 1) * 4);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kakeya::engine
