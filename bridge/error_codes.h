@@ -85,6 +85,7 @@ namespace kakeya {
   X(kCredentialsNotFound, "credentials_not_found", "no credentials for the remote")                \
   X(kCredentialsConflict, "credentials_conflict", "two sources of credentials disagree")           \
   X(kBadCredentialsLine, "bad_credentials_line", "a credentials file line that cannot be parsed") \
+  X(kCredentialsInUrl, "credentials_in_url", "a remote URL that embeds a password or token")       \
   /* the client */                                                                                 \
   X(kUsage, "usage", "a command line that cannot be parsed")                                       \
   X(kNoRemote, "no_remote", "no remote configured")                                                \

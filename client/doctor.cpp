@@ -47,12 +47,13 @@ std::vector<DoctorCheck> run_doctor(const GlobalOptions& opts) {
   auto remote = resolve_remote(opts);
   bool have_remote = remote.ok() ? add("remote", true, bridge::redact_url(*remote) + " (branch prefix " + opts.prefix + ")")
                                  : add("remote", false, remote.error().str());
-  std::string source = describe_credentials_source(opts);
   bool have_creds = false;
+  bridge::Credentials used;
   if (have_remote) {
     auto creds = bridge::load_credentials(*remote, opts.credentials_file);
-    have_creds = creds.ok() ? add("credentials", true, source)
-                            : add("credentials", false, source + ": " + creds.error().str());
+    if (creds.ok()) used = *creds;
+    have_creds = creds.ok() ? add("credentials", true, "using " + creds->source)
+                            : add("credentials", false, creds.error().str());
   } else {
     add("credentials", false, "skipped: no remote");
   }
@@ -64,13 +65,14 @@ std::vector<DoctorCheck> run_doctor(const GlobalOptions& opts) {
     } else {
       auto refs = session->bus.ls_remote(std::string("refs/heads/") + opts.prefix);
       if (!refs.ok()) {
-        add("reachable", false, refs.error().str());
+        add("reachable", false, bridge::explain_auth_failure(refs.error(), *remote, used, "--credentials-file FILE").str());
         add("push", false, "skipped: remote not reachable");
       } else {
         add("reachable", true, std::to_string(refs->size()) + " branch(es) under " + opts.prefix);
         auto probe = probe_push(*session);
         add("push", probe.ok(), probe.ok() ? "created and deleted a probe branch under " + opts.prefix
-                                           : probe.error().str());
+                                           : bridge::explain_auth_failure(probe.error(), *remote, used,
+                                                                          "--credentials-file FILE").str());
       }
     }
   } else {

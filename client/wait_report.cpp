@@ -9,20 +9,21 @@
 
 namespace kakeya::client {
 
-int wait_and_report(Session& session, const std::string& branch, const WaitOptions& wait, bool json,
+int wait_and_report(const GlobalOptions& g, Session& session, const std::string& branch, const WaitOptions& wait,
                     const std::optional<std::filesystem::path>& fetch_dir) {
+  const bool json = g.json;
   ProgressPrinter::Mode mode = json ? ProgressPrinter::Mode::Json
                                : stderr_is_tty() ? ProgressPrinter::Mode::Human
                                                  : ProgressPrinter::Mode::Quiet;
   ProgressPrinter printer(mode, std::cerr, std::cout);
   auto r = wait_for_run(session.bus, branch, wait, printer, std::cerr);
-  if (!r.ok()) return fail(r.error());
+  if (!r.ok()) return fail(g, r.error());
   nlohmann::json done = done_event(*r);
   int code = r->exit_code;
   if (fetch_dir) {
     auto files = fetch_run_files(session.bus, r->last.oid, *fetch_dir);
     if (!files.ok()) {
-      report_error(files.error(), kExitFailure);
+      report_error(g, files.error(), kExitFailure);
       if (code == kExitOk) code = kExitFailure;
       done["exit_code"] = code;
     } else {

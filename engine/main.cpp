@@ -1,11 +1,12 @@
 // kakeya-engine: the inference engine's presets as subcommands. Thin: the library is the product.
 #include <CLI/CLI.hpp>
 
+#include "bridge/cli_parse.h"
 #include "bridge/version.h"
 #include "engine/cmd/commands.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"kakeya-engine — GGUF Llama inference presets on a backend (--backend cpu)"};
+  CLI::App app{"kakeya-engine — GGUF Llama inference presets on a backend (--backend cpu)", "kakeya-engine"};
   app.set_version_flag("--version", kakeya::engine_version());
   app.require_subcommand(1);
   int exit_code = 0;
@@ -18,6 +19,7 @@ int main(int argc, char** argv) {
   kakeya::engine::cmd::add_niah_eval(app, exit_code);
   kakeya::engine::cmd::add_kv_quant_eval(app, exit_code);
   kakeya::engine::cmd::add_kv_calibrate(app, exit_code);
-  CLI11_PARSE(app, argc, argv);
+  // A command line CLI11 cannot parse exits 64 (bridge/exit_codes.h), not CLI11's 105/106.
+  if (auto code = kakeya::parse_command_line(app, argc, argv)) return *code;
   return exit_code;
 }

@@ -16,12 +16,12 @@ Command add_cancel(CLI::App& root, GlobalOptions& g) {
   sub->add_option("--reason", *reason, "Why (recorded in cancel.json)");
   return {sub, [&g, target, reason]() {
             auto session = open_session(g);
-            if (!session.ok()) return fail(session.error());
+            if (!session.ok()) return fail(g, session.error());
             auto branch = resolve_branch_arg(*session, *target);
-            if (!branch.ok()) return fail(branch.error());
+            if (!branch.ok()) return fail(g, branch.error());
             const std::string by = default_requested_by();
             auto out = request_cancel(session->bus, *branch, by, reason->empty() ? "cancelled by " + by : *reason);
-            if (!out.ok()) return fail(out.error());
+            if (!out.ok()) return fail(g, out.error());
             if (g.json) {
               print_json({{"branch", *branch},
                           {"requested", out->requested},

@@ -1,5 +1,6 @@
 #pragma once
-// Subcommands of kakeya-runner. Exit codes: 0 ok, 1 runtime failure, 2 bad config/catalog.
+// Subcommands of kakeya-runner. Exit codes (bridge/exit_codes.h): 0 ok, 1 runtime failure or a
+// failed doctor check, 2 (kExitConfig) the config, catalog or credentials cannot be used, 64 usage.
 #include <CLI/CLI.hpp>
 
 namespace kakeya::runner::cmd {
