@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   kakeya::runner::cmd::add_run(app, exit_code);
   kakeya::runner::cmd::add_once(app, exit_code);
   kakeya::runner::cmd::add_doctor(app, exit_code);
+  kakeya::runner::cmd::add_status(app, exit_code);
   if (auto code = kakeya::parse_command_line(app, argc, argv)) return *code;
   return exit_code;
 }

@@ -8,5 +8,6 @@ namespace kakeya::runner::cmd {
 void add_run(CLI::App& app, int& exit_code);     // daemon
 void add_once(CLI::App& app, int& exit_code);    // serve what is pending, then exit
 void add_doctor(CLI::App& app, int& exit_code);  // check config, catalog, models, remote
+void add_status(CLI::App& app, int& exit_code);  // the daemon's state file, for the host's operator
 
 }  // namespace kakeya::runner::cmd
