@@ -6,8 +6,13 @@
 #include "bridge/utf8.h"
 #include "client/output.h"
 #include "client/run_files.h"
+#include "client/run_log.h"
 
 namespace kakeya::client {
+
+namespace {
+constexpr std::size_t kEndContextLines = 20;
+}  // namespace
 
 int wait_and_report(const GlobalOptions& g, Session& session, const std::string& branch, const WaitOptions& wait,
                     const std::optional<std::filesystem::path>& fetch_dir) {
@@ -31,6 +36,12 @@ int wait_and_report(const GlobalOptions& g, Session& session, const std::string&
       for (const auto& f : *files) list.push_back(f.string());
       done["fetched"] = list;
     }
+  }
+  // Why it ended and how, on stderr whether or not it is a terminal (CI logs show it too).
+  if (bridge::is_terminal(r->last.status.state) && r->last.status.state != bridge::RunState::Succeeded) {
+    auto log = read_run_log(session.bus, r->last.oid, LogStream::Combined);
+    print_end_context(std::cerr, r->last, log.ok() ? *log : std::nullopt, kEndContextLines);
+    std::cerr << std::flush;
   }
   if (json) {
     std::cout << bridge::to_json_text(done) << std::endl;

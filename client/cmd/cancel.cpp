@@ -12,7 +12,7 @@ Command add_cancel(CLI::App& root, GlobalOptions& g) {
   auto* sub = root.add_subcommand("cancel", "Ask the runner to cancel a request (no-op if already finished)");
   auto target = std::make_shared<std::string>();
   auto reason = std::make_shared<std::string>();
-  sub->add_option("target", *target, "Request branch or bare nonce")->required();
+  sub->add_option("target", *target, "Request branch (with or without its prefix), nonce or short name")->required();
   sub->add_option("--reason", *reason, "Why (recorded in cancel.json)");
   return {sub, [&g, target, reason]() {
             auto session = open_session(g);

@@ -13,7 +13,7 @@ Command add_fetch(CLI::App& root, GlobalOptions& g) {
   auto* sub = root.add_subcommand("fetch", "Copy .kakeya/run/ (status, summary, gate, logs, results) into DIR");
   auto target = std::make_shared<std::string>();
   auto dest = std::make_shared<std::filesystem::path>();
-  sub->add_option("target", *target, "Request branch or bare nonce")->required();
+  sub->add_option("target", *target, "Request branch (with or without its prefix), nonce or short name")->required();
   sub->add_option("--dest", *dest, "Destination directory (created)")->required();
   return {sub, [&g, target, dest]() {
             auto session = open_session(g);

@@ -41,7 +41,7 @@ void print_human(const BranchSnapshot& s) {
 Command add_status(CLI::App& root, GlobalOptions& g) {
   auto* sub = root.add_subcommand("status", "Show the state of a request");
   auto target = std::make_shared<std::string>();
-  sub->add_option("target", *target, "Request branch or bare nonce")->required();
+  sub->add_option("target", *target, "Request branch (with or without its prefix), nonce or short name")->required();
   return {sub, [&g, target]() {
             auto session = open_session(g);
             if (!session.ok()) return fail(g, session.error());

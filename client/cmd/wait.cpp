@@ -10,7 +10,7 @@ Command add_wait(CLI::App& root, GlobalOptions& g) {
   auto target = std::make_shared<std::string>();
   auto wait = std::make_shared<WaitOptions>();
   auto fetch = std::make_shared<std::optional<std::filesystem::path>>();
-  sub->add_option("target", *target, "Request branch or bare nonce")->required();
+  sub->add_option("target", *target, "Request branch (with or without its prefix), nonce or short name")->required();
   sub->add_option("--wait", wait->timeout_s, "Seconds to wait for a terminal state")
       ->required()
       ->check(CLI::NonNegativeNumber);
