@@ -22,6 +22,7 @@
 #include "engine/cpu/cpu_features.h"
 #include "engine/cpu/quant.h"
 #include "engine/ggml_types.h"
+#include "engine/quantize.h"
 
 namespace {
 
@@ -50,21 +51,16 @@ double triad_gb_s(size_t mib, int reps) {
   return 3.0 * static_cast<double>(n * sizeof(double)) / median(s) / 1e9;
 }
 
-// A row of random blocks with small fp16 scales (any bytes are valid quants).
+// A matrix of random N(0, 0.02²) weights quantized to `type` (engine/quantize.h: valid blocks
+// with the scales a real file has, for every storage type).
 std::vector<uint8_t> random_matrix(GgmlType type, int64_t n, int64_t rows, std::mt19937& rng) {
-  std::vector<uint8_t> w(ggml_row_bytes(type, n) * static_cast<size_t>(rows));
-  for (auto& b : w) b = static_cast<uint8_t>(rng());
-  const size_t block = ggml_block_bytes(type);
-  if (type == GgmlType::Q4_0 || type == GgmlType::Q8_0) {
-    for (size_t off = 0; off < w.size(); off += block) {
-      const uint16_t h = fp32_to_fp16(0.01f);
-      std::memcpy(w.data() + off, &h, 2);
-    }
-  } else if (type == GgmlType::F16) {
-    for (size_t off = 0; off < w.size(); off += 2) {
-      const uint16_t h = fp32_to_fp16(static_cast<float>(static_cast<int>(rng() % 200) - 100) * 1e-3f);
-      std::memcpy(w.data() + off, &h, 2);
-    }
+  const size_t row_bytes = ggml_row_bytes(type, n);
+  std::vector<uint8_t> w(row_bytes * static_cast<size_t>(rows));
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (float& v : x) v = normal(rng);
+    (void)convert_row(type, x.data(), w.data() + static_cast<size_t>(r) * row_bytes, n);  // storage types only
   }
   return w;
 }
@@ -82,7 +78,9 @@ int main(int argc, char** argv) {
   app.add_option("--matrices", matrices, "Distinct matrices streamed per sweep")->capture_default_str()->check(CLI::Range(1, 512));
   app.add_option("--reps", reps, "Timed sweeps per case")->capture_default_str()->check(CLI::Range(1, 1000));
   app.add_option("--rows", rows, "Rows per matrix")->capture_default_str()->check(CLI::Range(16, 1 << 20));
-  app.add_option("--cols", cols, "Columns per matrix (a multiple of 32)")->capture_default_str()->check(CLI::Range(32, 1 << 20));
+  app.add_option("--cols", cols, "Columns per matrix (a multiple of every type's block: 32, or 256 for the K-quants and IQ4_XS)")
+      ->capture_default_str()
+      ->check(CLI::Range(32, 1 << 20));
   app.add_option("--out", out, "JSON output (default: stdout only)");
   CLI11_PARSE(app, argc, argv);
   if (cols % 32 != 0) {
@@ -105,6 +103,10 @@ int main(int argc, char** argv) {
     auto type = ggml_type_from_name(tname.c_str());
     if (!type.ok()) {
       std::cerr << "kernels_bench: " << type.error().str() << "\n";
+      return 2;
+    }
+    if (cols % ggml_block_size(*type) != 0) {
+      std::cerr << "kernels_bench: --cols " << cols << " is not a multiple of the " << tname << " block size\n";
       return 2;
     }
     std::cerr << "kernels_bench: " << tname << ": " << matrices << " matrices of " << rows << "x" << cols << "\n";

@@ -48,6 +48,7 @@ const std::map<std::string, std::vector<std::string>>& kind_rules() {
         {"backend-parity", {"SELF_COMPARISON", "SILENT_FALLBACK", "PROVENANCE"}},
         {"generate", {"PROVENANCE"}},
         {"env-probe", {"PROVENANCE"}},
+        {"perplexity", {"PROVENANCE"}},
     };
   }();
   return table;

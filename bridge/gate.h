@@ -6,7 +6,7 @@
 //
 // Report shape read by the rules (schema_version 1; fields not listed are ignored):
 //   kind            "ar-bench" | "specdecode-bench" | "niah-eval" | "kv-quant-eval" |
-//                   "backend-parity" | "generate" | "env-probe"
+//                   "backend-parity" | "generate" | "env-probe" | "perplexity"
 //   schema_version  1
 //   config          {temperature?: number}                 (run-wide decoding config)
 //   model           {sha256: 64 lowercase hex, path, ...}
@@ -65,7 +65,8 @@
 //   kv-quant-eval     SILENT_FALLBACK PROVENANCE
 //   backend-parity    SELF_COMPARISON SILENT_FALLBACK PROVENANCE
 //   generate,         PROVENANCE
-//   env-probe
+//   env-probe,
+//   perplexity
 //   unknown kind      every rule (REPORT_SHAPE already fails it)
 // OUTPUT_DEGENERATE guards timing claims (a degenerate loop inflates speculative acceptance); in
 // recall evaluations a broken continuation is a measured outcome, so it is not applied there.

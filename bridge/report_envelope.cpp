@@ -47,7 +47,7 @@ Result<ReportEnvelope> typed_envelope(const json& report) {
 
 const std::vector<std::string>& report_kinds() {
   static const std::vector<std::string> kinds = {"env-probe",  "generate",      "ar-bench",      "specdecode-bench",
-                                                 "niah-eval", "kv-quant-eval", "backend-parity"};
+                                                 "niah-eval", "kv-quant-eval", "backend-parity", "perplexity"};
   return kinds;
 }
 

@@ -49,7 +49,7 @@ struct ReportEnvelope {
 };
 
 // The kinds of report the engine writes: env-probe, generate, ar-bench, specdecode-bench,
-// niah-eval, kv-quant-eval, backend-parity (the schema's `kind` enum).
+// niah-eval, kv-quant-eval, backend-parity, perplexity (the schema's `kind` enum).
 const std::vector<std::string>& report_kinds();
 
 // The envelope keys of a report: {kind, schema_version, created_at, engine{...}, model{...}?};

@@ -82,6 +82,8 @@ struct Tensor {
   int64_t rows = 0;
   size_t row_bytes() const { return ggml_row_bytes(type, cols); }
   size_t bytes() const { return row_bytes() * static_cast<size_t>(rows); }
+  // False for the empty view of an optional weight the model lacks (ModelWeights).
+  bool present() const { return buffer != nullptr; }
   // Rows [first, first + n) of this view. REQUIRES: first + n <= rows.
   Tensor row_range(int64_t first, int64_t n) const;
 };
@@ -99,15 +101,19 @@ struct UploadedWeight {
 // A model's weights on one backend (Backend::weights), shared by every context on the model.
 // Shapes: token_embd [n_vocab][n_embd]; wq [n_head·hd][n_embd]; wk, wv [n_head_kv·hd][n_embd];
 // wo [n_embd][n_head·hd]; w_gate, w_up [n_ff][n_embd]; w_down [n_embd][n_ff]; norms [1][n_embd]
-// F32; output [n_vocab][n_embd] (a matmul copy of token_embd when the file ties them).
+// F32; output [n_vocab][n_embd] (a matmul copy of token_embd when the file ties them). Optional
+// weights (present() false when the model has none): the biases, [1][rows of their matrix] F32,
+// and rope_freqs [1][head_dim/2] F32 (model.h).
 struct ModelWeights {
   struct Layer {
     Tensor attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
+    Tensor bq, bk, bv, bo, b_gate, b_up, b_down;
   };
   Tensor token_embd;
   std::vector<Layer> layers;
   Tensor output_norm;
   Tensor output;
+  Tensor rope_freqs;
   std::vector<std::unique_ptr<BackendBuffer>> buffers;  // the memory behind the views
   // Backend::describe_weights: e.g. the CPU's {"layout", "packed_matrices", "packed_bytes"}.
   nlohmann::json layout = nlohmann::json::object();
@@ -188,11 +194,19 @@ class Backend {
   virtual Result<std::unique_ptr<KvBuffer>> alloc_kv(const KvRowFormat& format, size_t capacity) = 0;
   // Device bytes held right now by this backend's buffers, KV storage and uploads.
   virtual size_t allocated_bytes() const = 0;
+  // The backend's memory as measured by its allocator, for reports (engine.memory, beside the
+  // host's peak RSS): at least {"held_bytes"}; a GPU backend adds peaks and bytes per use
+  // (weights, kv, scratch, staging).
+  virtual nlohmann::json memory_report() const { return {{"held_bytes", allocated_bytes()}}; }
 
   // ---- weights ----
   // `model`'s weights on this backend: uploaded on the first call, then shared while any caller
   // holds the result. Errors: upload_weight's.
   Result<std::shared_ptr<const ModelWeights>> weights(const LlamaModel& model);
+  // Called by weights() before the first byte of `model` is uploaded: a backend refuses a model
+  // it cannot hold here ("out_of_memory" naming the bytes needed and available, "bad_shape"
+  // naming a shape its kernels cannot run), so nothing is uploaded in vain.
+  virtual Status check_upload(const LlamaModel& model) { (void)model; return ok_status(); }
   // One weight of [w.n_out][w.n_in]. `source` is the file w points into (the backend may drop its
   // pages once it holds a copy), or nullptr. Errors: "unsupported_type" naming the tensor and its
   // type, "out_of_memory".
@@ -257,14 +271,16 @@ struct BackendOptions {
   int threads = 1;                      // host threads (>= 1)
   std::string weight_layout = "auto";   // cpu: auto (packed on AVX2/AVX-512 CPUs), packed, row-major
   std::string batched_matmul = "auto";  // cpu: auto, sgemm, quantized (cpu/cpu_backend.h)
+  uint64_t max_device_bytes = 0;        // vulkan: device memory the backend may hold (0 = the heap)
 };
 
 // The backend names open_backend knows, in preference order: {"cpu", "vulkan"}.
 std::vector<std::string> known_backends();
 
-// Opens a backend: "cpu", or "vulkan" / "vulkan:N" (device N). Errors: "bad_param" (an unknown
-// spec or option value, named), "backend_unavailable" (a known backend this build or machine
-// cannot open, saying why: never a fallback to another backend).
+// Opens a backend: "cpu", or "vulkan" / "vulkan:N" (device N; "vulkan" = the first discrete GPU,
+// else device 0: vulkan/vk_device.h). Errors: "bad_param" (an unknown spec or option value, or a
+// device number past the devices present, named), "backend_unavailable" (a known backend this
+// build or machine cannot open, saying why: never a fallback to another backend).
 Result<std::unique_ptr<Backend>> open_backend(const std::string& spec, const BackendOptions& options = {});
 
 }  // namespace kakeya::engine

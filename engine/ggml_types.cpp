@@ -3,6 +3,8 @@
 #include <cstring>
 #include <strings.h>
 
+#include <array>
+#include <iterator>
 #include <string>
 
 namespace kakeya::engine {
@@ -21,25 +23,53 @@ float bits_float(uint32_t u) {
   return f;
 }
 
+// One row per type the engine knows: id, ggml name, elements per block, bytes per block, and
+// whether a GGUF tensor may have it (Q8_1 and Q8_K are activation formats only).
+struct TypeTraits {
+  GgmlType type;
+  const char* name;
+  int64_t block;
+  size_t bytes;
+  bool storage;
+};
+
+constexpr TypeTraits kTypes[] = {
+    {GgmlType::F32, "f32", 1, 4, true},           {GgmlType::F16, "f16", 1, 2, true},
+    {GgmlType::Q4_0, "q4_0", 32, 18, true},       {GgmlType::Q4_1, "q4_1", 32, 20, true},
+    {GgmlType::Q5_0, "q5_0", 32, 22, true},       {GgmlType::Q5_1, "q5_1", 32, 24, true},
+    {GgmlType::Q8_0, "q8_0", 32, 34, true},       {GgmlType::Q8_1, "q8_1", 32, 36, false},
+    {GgmlType::Q2_K, "q2_K", 256, 84, true},      {GgmlType::Q3_K, "q3_K", 256, 110, true},
+    {GgmlType::Q4_K, "q4_K", 256, 144, true},     {GgmlType::Q5_K, "q5_K", 256, 176, true},
+    {GgmlType::Q6_K, "q6_K", 256, 210, true},     {GgmlType::Q8_K, "q8_K", 256, 292, false},
+    {GgmlType::IQ4_NL, "iq4_nl", 32, 18, true},   {GgmlType::IQ4_XS, "iq4_xs", 256, 136, true},
+    {GgmlType::BF16, "bf16", 1, 2, true},
+};
+
+const TypeTraits* traits(GgmlType type) {
+  for (const TypeTraits& t : kTypes)
+    if (t.type == type) return &t;
+  return nullptr;
+}
+
+constexpr auto kStorageTypes = [] {
+  std::array<GgmlType, std::size(kTypes) - 2> out{};
+  size_t n = 0;
+  for (const TypeTraits& t : kTypes)
+    if (t.storage) out[n++] = t.type;
+  return out;
+}();
+
 // ggml type ids this engine does not execute, for clearer error messages.
 const char* known_unsupported_name(uint32_t id) {
   switch (id) {
-    case 3: return "q4_1";
-    case 6: return "q5_0";
-    case 7: return "q5_1";
-    case 9: return "q8_1";
-    case 10: return "q2_K";
-    case 11: return "q3_K";
-    case 13: return "q5_K";
+    case 9: return "q8_1 (activation-only)";
     case 15: return "q8_K (activation-only)";
     case 16: return "iq2_xxs";
     case 17: return "iq2_xs";
     case 18: return "iq3_xxs";
     case 19: return "iq1_s";
-    case 20: return "iq4_nl";
     case 21: return "iq3_s";
     case 22: return "iq2_s";
-    case 23: return "iq4_xs";
     case 24: return "i8";
     case 25: return "i16";
     case 26: return "i32";
@@ -52,77 +82,47 @@ const char* known_unsupported_name(uint32_t id) {
   }
 }
 
+std::string supported_names() {
+  std::string s;
+  for (GgmlType t : kStorageTypes) s += (s.empty() ? "" : ", ") + std::string(ggml_type_name(t));
+  return s;
+}
+
 }  // namespace
 
 const char* ggml_type_name(GgmlType type) {
-  switch (type) {
-    case GgmlType::F32: return "f32";
-    case GgmlType::F16: return "f16";
-    case GgmlType::Q4_0: return "q4_0";
-    case GgmlType::Q8_0: return "q8_0";
-    case GgmlType::Q4_K: return "q4_K";
-    case GgmlType::Q6_K: return "q6_K";
-    case GgmlType::Q8_K: return "q8_K";
-    case GgmlType::BF16: return "bf16";
-  }
-  return "unknown";
+  const TypeTraits* t = traits(type);
+  return t != nullptr ? t->name : "unknown";
 }
 
+std::span<const GgmlType> ggml_storage_types() { return kStorageTypes; }
+
 Result<GgmlType> ggml_type_from_id(uint32_t id) {
-  switch (id) {
-    case 0: return GgmlType::F32;
-    case 1: return GgmlType::F16;
-    case 2: return GgmlType::Q4_0;
-    case 8: return GgmlType::Q8_0;
-    case 12: return GgmlType::Q4_K;
-    case 14: return GgmlType::Q6_K;
-    case 30: return GgmlType::BF16;
-    default: break;
-  }
+  for (const TypeTraits& t : kTypes)
+    if (static_cast<uint32_t>(t.type) == id && t.storage) return t.type;
   const char* known = known_unsupported_name(id);
   std::string msg = "unsupported ggml type id " + std::to_string(id);
   if (known != nullptr) msg += std::string(" (") + known + ")";
-  msg += "; supported: f32, f16, bf16, q8_0, q4_0, q4_K, q6_K";
+  msg += "; supported: " + supported_names();
   return make_error("unsupported_type", msg);
 }
 
 Result<GgmlType> ggml_type_from_name(const char* name) {
-  static constexpr GgmlType kAll[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::Q4_0, GgmlType::Q8_0,
-                                      GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::BF16};
-  for (GgmlType t : kAll) {
+  for (GgmlType t : kStorageTypes) {
     if (name != nullptr && strcasecmp(name, ggml_type_name(t)) == 0) return t;
   }
-  return make_error("unsupported_type",
-                    std::string("unknown ggml type name '") + (name ? name : "(null)") +
-                        "'; supported: f32, f16, bf16, q8_0, q4_0, q4_K, q6_K");
+  return make_error("unsupported_type", std::string("unknown ggml type name '") + (name ? name : "(null)") +
+                                            "'; supported: " + supported_names());
 }
 
 int64_t ggml_block_size(GgmlType type) {
-  switch (type) {
-    case GgmlType::F32:
-    case GgmlType::F16:
-    case GgmlType::BF16: return 1;
-    case GgmlType::Q4_0:
-    case GgmlType::Q8_0: return 32;
-    case GgmlType::Q4_K:
-    case GgmlType::Q6_K:
-    case GgmlType::Q8_K: return 256;
-  }
-  return 1;
+  const TypeTraits* t = traits(type);
+  return t != nullptr ? t->block : 1;
 }
 
 size_t ggml_block_bytes(GgmlType type) {
-  switch (type) {
-    case GgmlType::F32: return 4;
-    case GgmlType::F16:
-    case GgmlType::BF16: return 2;
-    case GgmlType::Q4_0: return 18;
-    case GgmlType::Q8_0: return 34;
-    case GgmlType::Q4_K: return 144;
-    case GgmlType::Q6_K: return 210;
-    case GgmlType::Q8_K: return 292;
-  }
-  return 0;
+  const TypeTraits* t = traits(type);
+  return t != nullptr ? t->bytes : 0;
 }
 
 size_t ggml_row_bytes(GgmlType type, int64_t n) {

@@ -391,11 +391,10 @@ Status GgufFile::Impl::parse_tensors(Reader& r, uint64_t n_tensors) {
     }
     const size_t type_at = r.pos();
     KAKEYA_ASSIGN_OR_RETURN(uint32_t type_id, r.read<uint32_t>(field + " type"));
-    auto type = ggml_type_from_id(type_id);
-    if (!type.ok() || type.value() == GgmlType::Q8_K)
-      return make_error("unsupported_type", "offset " + std::to_string(type_at) + ": " + field + " type: " +
-                                                (type.ok() ? std::string("q8_K is not a storage type")
-                                                           : type.error().message));
+    auto type = ggml_type_from_id(type_id);  // storage types only (not the activation-only Q8_1/Q8_K)
+    if (!type.ok())
+      return make_error("unsupported_type",
+                        "offset " + std::to_string(type_at) + ": " + field + " type: " + type.error().message);
     t.type = type.value();
     KAKEYA_ASSIGN_OR_RETURN(t.offset, r.read<uint64_t>(field + " offset"));
     const int64_t bs = ggml_block_size(t.type);

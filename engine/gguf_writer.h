@@ -1,6 +1,6 @@
 #pragma once
-// A minimal GGUF v3 writer (for `kakeya-engine synth` and the quantized draft copy), and the
-// f32 -> storage-type row conversions it writes tensors with.
+// A minimal GGUF v3 writer (for `kakeya-engine synth` and the quantized draft copy); the f32 ->
+// storage-type row conversions it writes tensors with are engine/quantize.h.
 //
 // GGUF v3 layout (github.com/ggml-org/ggml docs/gguf.md), little-endian: "GGUF", u32 version 3,
 // u64 n_tensors, u64 n_kv, the KV pairs {u64-length string key, u32 type, value}, the tensor
@@ -14,6 +14,7 @@
 
 #include "bridge/result.h"
 #include "engine/ggml_types.h"
+#include "engine/quantize.h"
 
 namespace kakeya::engine {
 
@@ -43,12 +44,5 @@ class GgufWriter {
   std::vector<std::pair<std::string, GgufValue>> kvs_;
   std::vector<Tensor> tensors_;
 };
-
-// Reference quantizers (ggml quantize_row_q8_0_ref / quantize_row_q4_0_ref semantics).
-// REQUIRES: n % 32 == 0; dst holds ggml_row_bytes(type, n) bytes.
-void quantize_row_q8_0_ref(const float* x, uint8_t* dst, int64_t n);
-void quantize_row_q4_0_ref(const float* x, uint8_t* dst, int64_t n);
-// Converts one f32 row to `type` (F32, F16, BF16, Q8_0, Q4_0). Errors: "unsupported_type".
-Status convert_row(GgmlType type, const float* x, uint8_t* dst, int64_t n);
 
 }  // namespace kakeya::engine

@@ -4,6 +4,14 @@
 #include <string>
 
 namespace kakeya::engine {
+namespace {
+
+// y += bias per row, where the model has that bias.
+void add_bias(Backend& b, const Tensor& y, const Tensor& bias) {
+  if (bias.present()) b.add_bias(y, bias);
+}
+
+}  // namespace
 
 // Activations of one forward pass, [cap][width] F32 each, on the backend.
 struct LlamaContext::Scratch {
@@ -167,12 +175,9 @@ Status LlamaContext::forward(const int32_t* tokens, size_t n, size_t n_layers, c
   const size_t pos0 = kv_->n_committed() + partial_tokens_;
   s.positions.resize(n);
   for (size_t t = 0; t < n; ++t) s.positions[t] = static_cast<int32_t>(pos0 + t);
-  RopeParams rope;
-  rope.n_dims = hp.rope_dim;
-  rope.freq_base = hp.rope_freq_base;
-  rope.n_ctx_orig = hp.n_ctx_train;
-  const RopeArgs rope_q{hp.n_head, hp.head_dim, rope, nullptr};
-  const RopeArgs rope_k{hp.n_head_kv, hp.head_dim, rope, nullptr};
+  const Tensor* freq_factors = W.rope_freqs.present() ? &W.rope_freqs : nullptr;
+  const RopeArgs rope_q{hp.n_head, hp.head_dim, hp.rope, freq_factors};
+  const RopeArgs rope_k{hp.n_head_kv, hp.head_dim, hp.rope, freq_factors};
 
   B.embed(W.token_embd, std::span<const int32_t>(tokens, n), x);
   for (size_t il = 0; il < n_layers; ++il) {
@@ -180,6 +185,9 @@ Status LlamaContext::forward(const int32_t* tokens, size_t n, size_t n_layers, c
     B.rms_norm(x, L.attn_norm, hp.rms_eps, xn);
     const MatmulOut qkv[] = {{&L.wq, q}, {&L.wk, k}, {&L.wv, v}};
     B.matmul(qkv, xn);
+    add_bias(B, q, L.bq);
+    add_bias(B, k, L.bk);
+    add_bias(B, v, L.bv);
     B.rope(q, rope_q, s.positions);
     B.rope(k, rope_k, s.positions);
     if (Status st = kv_->layer(il).append(k, v, s.positions); !st.ok()) {
@@ -190,14 +198,18 @@ Status LlamaContext::forward(const int32_t* tokens, size_t n, size_t n_layers, c
     B.attention(q, AttentionArgs{hp.n_head, hp.n_head_kv, hp.head_dim, s.kv_views, s.positions}, att);
     const MatmulOut o[] = {{&L.wo, tmp}};
     B.matmul(o, att);
+    add_bias(B, tmp, L.bo);
     B.add(x, tmp);
 
     B.rms_norm(x, L.ffn_norm, hp.rms_eps, xn);
     const MatmulOut ffn[] = {{&L.w_gate, gate}, {&L.w_up, up}};
     B.matmul(ffn, xn);
+    add_bias(B, gate, L.b_gate);
+    add_bias(B, up, L.b_up);
     B.swiglu(gate, up);
     const MatmulOut down[] = {{&L.w_down, tmp}};
     B.matmul(down, gate);
+    add_bias(B, tmp, L.b_down);
     B.add(x, tmp);
   }
   // Every layer received the n tokens; the capacity was checked by eval().

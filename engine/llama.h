@@ -3,13 +3,17 @@
 // context (KV cache, scratch tensors) over a LlamaModel on a Backend. Which backend runs is the
 // caller's choice (open_backend); this code never depends on it.
 //
-// Arithmetic (matches llama.cpp b4748's llm_build_llama on the CPU backend, F32 KV cache):
-//   x = token_embd[t]; per layer: h = x + Wo·attn(rope(Wq·n), rope(Wk·n), Wv·n) with
-//   n = rmsnorm(x)·attn_norm; x = h + Wdown·(silu(Wgate·m) * Wup·m) with m = rmsnorm(h)·ffn_norm;
-//   logits = Woutput·(rmsnorm(x)·output_norm).
+// Arithmetic (matches llama.cpp c392e50's build_llama / build_qwen2 on the CPU backend, F32 KV
+// cache):
+//   x = token_embd[t]; per layer: h = x + Wo·attn(rope(Wq·n + bq), rope(Wk·n + bk), Wv·n + bv) + bo
+//   with n = rmsnorm(x)·attn_norm; x = h + Wdown·(silu(Wgate·m + bg) * (Wup·m + bu)) + bd with
+//   m = rmsnorm(h)·ffn_norm; logits = Woutput·(rmsnorm(x)·output_norm) (Woutput = token_embd
+//   when the file ties them). Biases are added only where the model has them (model.h: qwen2's
+//   q/k/v biases, a llama file's optional ones).
 //   rmsnorm(x) = x / sqrt(mean(x²) + eps) (sum of squares in double, like ggml);
-//   RoPE GGML mode 0: pairs (2i, 2i+1) of each head rotated by pos·base^(−2i/rope_dim) (the angle
-//   is built by repeated multiplication by base^(−2/rope_dim), as ggml does);
+//   RoPE: the model's RopeParams (engine/rope.h: normal pairs for llama, NEOX for qwen2, the
+//   rope_freqs.weight factors of Llama-3.1/3.2, linear or YaRN scaling), the angle built by
+//   repeated multiplication by base^(−2/n_dims), as ggml does;
 //   attention: query head h reads KV head h / (n_head/n_head_kv) (GQA; MQA when n_head_kv = 1),
 //   scores scaled by 1/sqrt(head_dim), causal by the slots' original positions (slot position <=
 //   query position), and bounded KV heads by the policy's sink + window (kv_cache.h).

@@ -6,7 +6,8 @@
 #include "engine/cmd/commands.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"kakeya-engine — GGUF Llama inference presets on a backend (--backend cpu)", "kakeya-engine"};
+  CLI::App app{"kakeya-engine — GGUF Llama inference presets on a backend (--backend cpu | vulkan[:N])",
+               "kakeya-engine"};
   app.set_version_flag("--version", kakeya::engine_version());
   app.require_subcommand(1);
   int exit_code = 0;
@@ -19,6 +20,9 @@ int main(int argc, char** argv) {
   kakeya::engine::cmd::add_niah_eval(app, exit_code);
   kakeya::engine::cmd::add_kv_quant_eval(app, exit_code);
   kakeya::engine::cmd::add_kv_calibrate(app, exit_code);
+  kakeya::engine::cmd::add_perplexity(app, exit_code);
+  kakeya::engine::cmd::add_selftest(app, exit_code);
+  kakeya::engine::cmd::add_devices(app, exit_code);
   // A command line CLI11 cannot parse exits 64 (bridge/exit_codes.h), not CLI11's 105/106.
   if (auto code = kakeya::parse_command_line(app, argc, argv)) return *code;
   return exit_code;

@@ -43,4 +43,25 @@ nlohmann::json to_json(const RopeParams& p) {
           {"scaling", rope_scaling_name(p.scaling)}};
 }
 
+void rope_cache(const RopeParams& p, const float* freq_factors, float theta_scale, const std::array<float, 2>& corr,
+                int32_t pos, float* cache) {
+  float theta = static_cast<float>(pos);
+  for (int64_t i0 = 0; i0 < p.n_dims; i0 += 2) {
+    const float ff = freq_factors != nullptr ? freq_factors[i0 / 2] : 1.0f;
+    const float theta_extrap = theta / ff;
+    const float theta_interp = p.freq_scale * theta_extrap;
+    float angle = theta_interp;
+    float mscale = p.attn_factor;
+    if (p.ext_factor != 0.0f) {
+      const float y = (static_cast<float>(i0 / 2) - corr[0]) / std::max(0.001f, corr[1] - corr[0]);
+      const float ramp_mix = (1 - std::min(1.0f, std::max(0.0f, y))) * p.ext_factor;
+      angle = theta_interp * (1 - ramp_mix) + theta_extrap * ramp_mix;
+      mscale *= 1.0f + 0.1f * std::log(1.0f / p.freq_scale);
+    }
+    cache[i0] = std::cos(angle) * mscale;
+    cache[i0 + 1] = std::sin(angle) * mscale;
+    theta *= theta_scale;
+  }
+}
+
 }  // namespace kakeya::engine

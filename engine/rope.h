@@ -57,6 +57,14 @@ std::array<float, 2> rope_yarn_corr_dims(const RopeParams& p);
 // freq_base^(−2/n_dims): the factor between the angles of consecutive pairs.
 float rope_theta_scale(const RopeParams& p);
 
+// The cos/sin of every rotated pair at position `pos`, scaled by the magnitude (ggml-cpu
+// ggml_rope_cache_init + rope_yarn, the formulas above): cache[2i] = cos, cache[2i + 1] = sin,
+// i < n_dims/2. theta_scale = rope_theta_scale(p), corr = rope_yarn_corr_dims(p); freq_factors
+// [n_dims/2] or nullptr. Every backend rotates by these host-computed values, so RoPE agrees
+// across backends bit for bit.
+void rope_cache(const RopeParams& p, const float* freq_factors, float theta_scale, const std::array<float, 2>& corr,
+                int32_t pos, float* cache);
+
 // {layout, n_dims, freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow,
 //  n_ctx_orig, scaling} for reports.
 nlohmann::json to_json(const RopeParams& p);

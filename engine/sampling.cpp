@@ -46,6 +46,26 @@ int32_t argmax(std::span<const float> logits) {
   return best;
 }
 
+double log_sum_exp(std::span<const float> logits) {
+  float max_logit = logits[0];
+  for (float l : logits) max_logit = std::max(max_logit, l);
+  double sum_exp = 0.0;
+  for (float l : logits) sum_exp += std::exp(l - max_logit);
+  return max_logit + std::log(sum_exp);
+}
+
+std::vector<int32_t> top_k_ids(std::span<const float> logits, size_t k) {
+  std::vector<int32_t> ids(logits.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  k = std::min(k, ids.size());
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<long>(k), ids.end(), [&](int32_t a, int32_t b) {
+    const float la = clean(logits[static_cast<size_t>(a)]), lb = clean(logits[static_cast<size_t>(b)]);
+    return la > lb || (la == lb && a < b);
+  });
+  ids.resize(k);
+  return ids;
+}
+
 std::vector<float> softmax(std::span<const float> logits, float temperature) {
   const size_t n = logits.size();
   if (n == 0) return {};

@@ -33,6 +33,14 @@ Status check_sampling_params(const SamplingParams& params);
 // Index of the largest logit, the lowest index on ties; NaN counts as -inf. -1 when empty.
 int32_t argmax(std::span<const float> logits);
 
+// log Σᵢ exp(logits[i]), computed as max + log Σ exp(l − max) (each exp in float, the sum in
+// double, as llama-perplexity's log_softmax), so log p(i) = logits[i] − log_sum_exp(logits).
+// REQUIRES: logits not empty.
+double log_sum_exp(std::span<const float> logits);
+
+// The ids of the k largest logits, largest first (ties: the lower id); min(k, n) of them.
+std::vector<int32_t> top_k_ids(std::span<const float> logits, size_t k);
+
 // softmax(logits / temperature) over all entries, shape [n_vocab], summing to 1 (computed in
 // double, max-subtracted). temperature <= 0 gives the one-hot argmax distribution. NaN and -inf
 // logits get probability 0. Empty input → empty output.

@@ -15,7 +15,7 @@ class Committer {
       : rules_(rules), out_(out), context_(prompt.begin(), prompt.end()) {}
 
   bool push(int32_t tok) {
-    if (rules_.eos >= 0 && tok == rules_.eos) {
+    if (std::find(rules_.eog.begin(), rules_.eog.end(), tok) != rules_.eog.end()) {
       out_.stop = StopReason::kEos;
       return false;
     }

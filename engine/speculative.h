@@ -41,7 +41,9 @@ namespace kakeya::engine {
 
 struct StopRules {
   int max_new_tokens = 64;  // generated tokens, the first one (from the prefill logits) included
-  int32_t eos = -1;         // -1: never stop on a token
+  // End-of-generation ids (Tokenizer::eog_ids): generation stops before committing any of them.
+  // Empty: never stop on a token.
+  std::vector<int32_t> eog;
   int runaway_repeats = 12; // 0 disables the guard
   int runaway_max_unit = 8;
 };
@@ -54,10 +56,11 @@ struct SpecOptions {
 
 // Why generation ended.
 enum class StopReason { kLength, kEos, kRunaway, kContextFull };
-const char* stop_reason_name(StopReason r);  // "length", "eos", "runaway", "context_full"
+// "length", "eos" (an end-of-generation token of StopRules::eog), "runaway", "context_full".
+const char* stop_reason_name(StopReason r);
 
 struct GenerationResult {
-  std::vector<int32_t> tokens;  // generated tokens (EOS excluded)
+  std::vector<int32_t> tokens;  // generated tokens (the end-of-generation token excluded)
   StopReason stop = StopReason::kLength;
   std::string runaway_detail;   // e.g. "unit of 2 tokens repeated 12 times" when kRunaway
   double prefill_s = 0;         // target prefill (+ draft begin(), timed separately below)

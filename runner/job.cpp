@@ -43,12 +43,6 @@ std::string read_file(const fs::path& p) {
   return ss.str();
 }
 
-fs::path self_exe_dir() {
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path() : exe.parent_path();
-}
-
 // Values of the configured secret environment names, plus the git token, for redaction.
 std::vector<std::string> secret_values(const RunnerConfig& cfg) {
   std::vector<std::string> out;

@@ -406,6 +406,12 @@ Result<std::filesystem::path> resolve_program(const std::string& name,
   return make_error(errc::kNotFound, "program '" + name + "' not found in tool dirs [" + searched + "]");
 }
 
+std::filesystem::path self_exe_dir() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path() : exe.parent_path();
+}
+
 std::map<std::string, std::string> current_environment() {
   std::map<std::string, std::string> env;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {

@@ -110,6 +110,10 @@ class Process {
 Result<std::filesystem::path> resolve_program(const std::string& name,
                                               const std::vector<std::filesystem::path>& search_dirs);
 
+// The directory of the running executable (/proc/self/exe), searched after tool_dirs for the
+// engine; empty when unreadable.
+std::filesystem::path self_exe_dir();
+
 // The runner's environment (environ) as a map, without the names that are not is_env_name
 // (bridge/names.h): lower-case names such as http_proxy and exported shell functions are never
 // passed on.

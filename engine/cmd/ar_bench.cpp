@@ -6,6 +6,7 @@
 #include "engine/cmd/commands.h"
 #include "engine/cmd/flags.h"
 #include "engine/presets/ar_bench.h"
+#include "engine/presets/bench_table.h"
 
 namespace kakeya::engine::cmd {
 namespace {
@@ -14,6 +15,7 @@ struct Args {
   CommonFlags flags;
   ArBenchConfig config;
   std::string prompt_lengths = "16,128,512";
+  std::string output = "md";  // the table on stdout: md, csv or json (llama-bench's -o)
   BackendOptions cpu;
 };
 
@@ -33,11 +35,11 @@ int run(Args a) {
   if (!r.ok()) return fail(name, r.error());
   if (Status st = emit_report(name, a.flags, r.value()); !st.ok()) return fail(name, st.error());
   if (!a.flags.json) {
-    std::printf("%-10s %8s %16s %16s\n", "prompt", "samples", "prefill tok/s", "decode tok/s");
-    for (const auto& arm : (*r)["aggregates"]) {
-      std::printf("%-10zu %8d %16.1f %16.1f\n", arm["prompt_tokens"].get<size_t>(), a.config.samples,
-                  arm["prefill_tok_s"]["median"].get<double>(), arm["decode_tok_s"]["median"].get<double>());
-    }
+    auto rows = ar_bench_table(*r);
+    if (!rows.ok()) return fail(name, rows.error());
+    auto table = format_bench_table(*rows, a.output);
+    if (!table.ok()) return fail(name, table.error());
+    std::fputs(table->c_str(), stdout);
   }
   return 0;
 }
@@ -47,10 +49,18 @@ int run(Args a) {
 void add_ar_bench(CLI::App& app, int& exit_code) {
   auto* sub = app.add_subcommand("ar-bench", "Benchmark autoregressive prefill and decode throughput");
   auto a = std::make_shared<Args>();
-  add_common_flags(sub, a->flags, kModelRunFlags | kNCtxFlag | kNBatchFlag | kOutRequiredFlag | kJsonFlag);
-  sub->add_option("--prompt-lengths", a->prompt_lengths, "Comma-separated prompt lengths in tokens")->capture_default_str();
-  sub->add_option("--gen-tokens", a->config.gen_tokens, "Decode tokens per sample")->capture_default_str();
-  sub->add_option("--samples", a->config.samples, "Timed samples per prompt length")->capture_default_str();
+  add_common_flags(sub, a->flags, kModelRunFlags | kNCtxFlag | kNBatchFlag | kOutFlag | kJsonFlag);
+  // Short names as llama-bench's: -p prompt sizes, -n generated tokens, -r repetitions, -o format.
+  sub->add_option("-p,--prompt-lengths,--n-prompt", a->prompt_lengths, "Comma-separated prompt lengths in tokens")
+      ->capture_default_str();
+  sub->add_option("-n,--gen-tokens,--n-gen", a->config.gen_tokens, "Decode tokens per sample")->capture_default_str();
+  sub->add_option("-r,--samples,--repetitions", a->config.samples, "Timed samples per prompt length")
+      ->capture_default_str();
+  sub->add_option("-o,--output", a->output,
+                  "The table printed on stdout, as llama-bench prints it: md, csv or json (--json prints the "
+                  "whole report instead)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"md", "csv", "json"}));
   sub->add_option("--weight-layout", a->cpu.weight_layout,
                   "cpu backend: auto (packed when the CPU has AVX2 or AVX-512); packed: Q4_0/Q8_0 matmul weights "
                   "copied into the row-interleaved layout of the packed kernels; row-major: as stored in the file")

@@ -17,5 +17,8 @@ void add_backend_parity(CLI::App& app, int& exit_code);
 void add_niah_eval(CLI::App& app, int& exit_code);
 void add_kv_quant_eval(CLI::App& app, int& exit_code);
 void add_kv_calibrate(CLI::App& app, int& exit_code);
+void add_perplexity(CLI::App& app, int& exit_code);
+void add_selftest(CLI::App& app, int& exit_code);
+void add_devices(CLI::App& app, int& exit_code);
 
 }  // namespace kakeya::engine::cmd

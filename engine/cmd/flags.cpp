@@ -7,19 +7,22 @@
 namespace kakeya::engine::cmd {
 
 void add_common_flags(CLI::App* sub, CommonFlags& f, unsigned which, const std::string& n_ctx_default) {
-  if (which & kModelFlag) sub->add_option("--model", f.model, "GGUF model file")->required()->check(CLI::ExistingFile);
+  if (which & kModelFlag) sub->add_option("-m,--model", f.model, "GGUF model file")->required()->check(CLI::ExistingFile);
   if (which & kBackendFlag) {
     sub->add_option("--backend", f.backend, "Backend: cpu, vulkan or vulkan:N (never a silent fallback)")
         ->capture_default_str();
   }
   if (which & kThreadsFlag) {
-    sub->add_option("--threads", f.threads, "Host threads (0 = every logical CPU; more than the machine has is an error)")
+    sub->add_option("-t,--threads", f.threads, "Host threads (0 = every logical CPU; more than the machine has is an error)")
         ->capture_default_str()
         ->check(CLI::Range(0, 1024));
   }
-  if (which & kNCtxFlag) sub->add_option("--n-ctx", f.n_ctx, "Context length (0 = " + n_ctx_default + ")")->capture_default_str();
+  if (which & kNCtxFlag) {
+    sub->add_option("-c,--n-ctx,--ctx,--ctx-size", f.n_ctx, "Context length (0 = " + n_ctx_default + ")")
+        ->capture_default_str();
+  }
   if (which & kNBatchFlag) {
-    sub->add_option("--n-batch", f.n_batch, "Prefill chunk in tokens")->capture_default_str()->check(CLI::Range(1, 65536));
+    sub->add_option("-b,--n-batch,--batch-size", f.n_batch, "Prefill chunk in tokens")->capture_default_str()->check(CLI::Range(1, 65536));
   }
   if (which & (kOutFlag | kOutRequiredFlag)) {
     auto* out = sub->add_option("--out", f.out, "Directory for the report files (created if missing)");

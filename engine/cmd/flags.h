@@ -2,13 +2,16 @@
 // What every kakeya-engine command shares, declared once: the common flags and the rule of
 // each, the comma-list parser, opening the backend, loading the model, reporting an error.
 //
-//   --model PATH     the GGUF model (must exist)
-//   --backend NAME   cpu | vulkan | vulkan:N (open_backend); a backend that cannot be opened is
-//                    an error, never a fallback; reports record it beside what ran
-//   --threads N      host threads; 0 = every logical CPU; more than this machine has is refused
-//                    (an oversubscribed pool only slows decode down)
-//   --n-ctx N        context length in tokens (0 = the command's default, in its help)
-//   --n-batch N      prefill chunk in tokens (>= 1)
+// Short and alternative names follow llama.cpp's tools (-m, -t, -c/--ctx-size, -b/--batch-size).
+//   -m, --model PATH     the GGUF model (must exist)
+//   --backend NAME       cpu | vulkan | vulkan:N (open_backend); a backend that cannot be opened
+//                        is an error, never a fallback; reports record it beside what ran
+//   -t, --threads N      host threads; 0 = every logical CPU; more than this machine has is
+//                        refused (an oversubscribed pool only slows decode down)
+//   -c, --n-ctx, --ctx, --ctx-size N
+//                        context length in tokens (0 = the command's default, in its help)
+//   -b, --n-batch, --batch-size N
+//                        prefill chunk in tokens (>= 1)
 //   --out DIR        directory for the command's report files (created if missing)
 //   --json           print the report JSON on stdout instead of a human summary
 #include <CLI/CLI.hpp>

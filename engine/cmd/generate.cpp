@@ -16,6 +16,7 @@ struct Args {
   CommonFlags flags;
   GenerateConfig config;
   std::string prompt_positional;  // after `--` (a prompt starting with '-' is still a value)
+  bool no_display_prompt = false;
 };
 
 int run(Args a) {
@@ -23,6 +24,8 @@ int run(Args a) {
   if (!a.config.prompt.empty() && !a.prompt_positional.empty())
     return fail(name, make_error("bad_param", "give the prompt either with --prompt or after --, not both"));
   if (!a.prompt_positional.empty()) a.config.prompt = a.prompt_positional;
+  a.config.display_prompt = !a.no_display_prompt;
+  a.config.chat = a.config.chat || !a.config.chat_template.empty();  // a template asks for chat
   a.config.n_ctx = a.flags.n_ctx;
   a.config.n_batch = a.flags.n_batch;
   a.config.backend = a.flags.backend;
@@ -52,14 +55,32 @@ void add_generate(CLI::App& app, int& exit_code) {
   auto* sub = app.add_subcommand("generate", "Generate text from a prompt (greedy or sampled), streaming to stdout");
   auto a = std::make_shared<Args>();
   add_common_flags(sub, a->flags, kModelRunFlags | kNCtxFlag | kNBatchFlag | kOutFlag | kJsonFlag);
-  sub->add_option("--prompt", a->config.prompt, "Prompt text (or give it after --, e.g. `-- -x`)");
+  GenerateConfig& c = a->config;
+  sub->add_option("-p,--prompt", c.prompt, "Prompt text (or give it after --, e.g. `-- -x`)");
   sub->add_option("prompt", a->prompt_positional, "Prompt text as the last argument, after --");
-  sub->add_option("--max-new-tokens", a->config.max_new_tokens, "Tokens to generate")->capture_default_str();
-  sub->add_option("--temperature", a->config.sampling.temperature, "0 = greedy")->capture_default_str();
-  sub->add_option("--top-k", a->config.sampling.top_k, "0 = all")->capture_default_str();
-  sub->add_option("--top-p", a->config.sampling.top_p, "1 = all")->capture_default_str();
-  sub->add_option("--seed", a->config.sampling.seed, "Sampling seed")->capture_default_str();
-  sub->add_flag("--ignore-eos", a->config.ignore_eos, "Do not stop at the end-of-sequence token");
+  sub->add_option("-n,--n-predict,--max-new-tokens", c.max_new_tokens, "Tokens to generate")->capture_default_str();
+  sub->add_option("--temperature,--temp", c.sampling.temperature, "0 = greedy")->capture_default_str();
+  sub->add_option("--top-k", c.sampling.top_k, "0 = all")->capture_default_str();
+  sub->add_option("--top-p", c.sampling.top_p, "1 = all")->capture_default_str();
+  sub->add_option("-s,--seed", c.sampling.seed, "Sampling seed")->capture_default_str();
+  // Flags that also take an explicit value (`--special false`) for the preset catalog, whose
+  // argv cannot leave a token out; a bare flag means true, as in llama-cli.
+  auto flag = [&](const std::string& name, bool& value, const std::string& help) {
+    sub->add_flag(name, value, help + " (a bare flag means true; or give true/false)")->expected(0, 1);
+  };
+  flag("--ignore-eos", c.ignore_eos, "Do not stop at end-of-generation tokens (EOS, EOT, EOM)");
+  flag("--special", c.special, "Render special (control) tokens such as </s> or <|eot_id|> in the output");
+  flag("--chat", c.chat, "Write the prompt as a user message in the model's chat template");
+  sub->add_option("--chat-template", c.chat_template,
+                  "With --chat: this template (a built-in name such as chatml, llama3, mistral-v7, or Jinja text) "
+                  "instead of the model's");
+  sub->add_flag("--no-display-prompt", a->no_display_prompt, "Do not echo the prompt before the continuation");
+  sub->add_option("--top-logprobs", c.top_logprobs,
+                  "Per generated token, its log-probability and the K most likely alternatives in the report")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000));
+  sub->add_option("--logits-out", c.logits_out,
+                  "Write the logits of every generated position to this .npy file (float32 [tokens][n_vocab])");
   sub->callback([a, &exit_code] { exit_code = run(*a); });
 }
 

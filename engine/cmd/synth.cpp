@@ -3,6 +3,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +20,7 @@ struct SynthArgs {
   std::string shape = "custom";
   int64_t n_embd = 0, n_ff = 0, n_layer = 0, n_head = 0, n_head_kv = 0, n_vocab = 0, n_ctx = 0;
   std::string type = "f32";
+  std::string mix;  // a llama.cpp file type: per-tensor types by llama-quantize's rules
   uint64_t seed = 0;
   std::string out;
   std::string vocab_from = "models/stories260K-f32.gguf";
@@ -47,21 +49,28 @@ int run_synth(const SynthArgs& a) {
   SynthOptions o;
   o.shape = shape.value();
   o.type = type.value();
+  if (!a.mix.empty()) {
+    auto mix = llama_file_type_from_name(a.mix);
+    if (!mix.ok()) return fail(mix.error());
+    o.mix = mix.value();
+  }
   o.seed = a.seed;
   o.vocab_source = a.vocab_from;
   o.n_threads = threads.value();
   if (Status st = write_synth_model(o, a.out); !st.ok()) return fail(st.error());
   std::error_code ec;
   if (a.flags.json) {
-    const nlohmann::json j = {{"kind", "synth"},   {"path", a.out},
-                              {"file_size_bytes", std::filesystem::file_size(a.out, ec)},
-                              {"shape", o.shape.name}, {"type", ggml_type_name(o.type)},
-                              {"seed", o.seed},      {"synthetic", true}};
+    nlohmann::json j = {{"kind", "synth"},   {"path", a.out},
+                        {"file_size_bytes", std::filesystem::file_size(a.out, ec)},
+                        {"shape", o.shape.name}, {"type", ggml_type_name(o.type)},
+                        {"seed", o.seed},      {"synthetic", true}};
+    if (o.mix) j["mix"] = llama_file_type_name(*o.mix);
     std::cout << report_json_text(j) << "\n";
     return 0;
   }
   std::cout << "synth: wrote " << a.out << " (" << std::filesystem::file_size(a.out, ec) << " bytes, "
-            << o.shape.name << ", " << ggml_type_name(o.type) << ", seed " << o.seed << ")\n";
+            << o.shape.name << ", " << (o.mix ? llama_file_type_name(*o.mix) : ggml_type_name(o.type)) << ", seed "
+            << o.seed << ")\n";
   return 0;
 }
 
@@ -80,9 +89,16 @@ void add_synth(CLI::App& app, int& exit_code) {
   sub->add_option("--n-head-kv", a->n_head_kv, "custom: KV heads");
   sub->add_option("--n-vocab", a->n_vocab, "custom: vocabulary size (512 copies the stories260K vocabulary)");
   sub->add_option("--n-ctx", a->n_ctx, "custom: context length");
-  sub->add_option("--type", a->type, "Type of every 2-D tensor")
-      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0"}))
+  std::vector<std::string> types, mixes;
+  for (GgmlType t : ggml_storage_types()) types.push_back(ggml_type_name(t));
+  for (LlamaFileType f : llama_file_types()) mixes.push_back(llama_file_type_name(f));
+  sub->add_option("--type", a->type, "Type of every 2-D tensor (as llama-quantize --pure)")
+      ->check(CLI::IsMember(types, CLI::ignore_case))
       ->capture_default_str();
+  sub->add_option("--mix", a->mix,
+                  "llama.cpp file type whose per-tensor rules choose each 2-D tensor's type (q4_k_m, q5_k_m, "
+                  "q3_k_m, q4_k_s, ...: as llama-quantize without --pure); replaces --type")
+      ->check(CLI::IsMember(mixes, CLI::ignore_case));
   sub->add_option("--seed", a->seed, "Random seed")->capture_default_str();
   sub->add_option("--out", a->out, "Output .gguf file")->required();
   sub->add_option("--vocab-from", a->vocab_from,

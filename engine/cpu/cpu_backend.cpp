@@ -34,29 +34,6 @@ void rms_norm_row(const float* x, const float* w, int64_t n, float eps, float* y
   for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * scale) * w[i];
 }
 
-// The cos/sin of every rotated pair at position pos, scaled by the magnitude (ggml-cpu
-// ggml_rope_cache_init + rope_yarn; engine/rope.h): cache[2i] = cos, cache[2i + 1] = sin.
-void rope_cache(const RopeParams& p, const float* freq_factors, float theta_scale, const std::array<float, 2>& corr,
-                int32_t pos, float* cache) {
-  float theta = static_cast<float>(pos);
-  for (int64_t i0 = 0; i0 < p.n_dims; i0 += 2) {
-    const float ff = freq_factors != nullptr ? freq_factors[i0 / 2] : 1.0f;
-    const float theta_extrap = theta / ff;
-    const float theta_interp = p.freq_scale * theta_extrap;
-    float angle = theta_interp;
-    float mscale = p.attn_factor;
-    if (p.ext_factor != 0.0f) {
-      const float y = (static_cast<float>(i0 / 2) - corr[0]) / std::max(0.001f, corr[1] - corr[0]);
-      const float ramp_mix = (1 - std::min(1.0f, std::max(0.0f, y))) * p.ext_factor;
-      angle = theta_interp * (1 - ramp_mix) + theta_extrap * ramp_mix;
-      mscale *= 1.0f + 0.1f * std::log(1.0f / p.freq_scale);
-    }
-    cache[i0] = std::cos(angle) * mscale;
-    cache[i0 + 1] = std::sin(angle) * mscale;
-    theta *= theta_scale;
-  }
-}
-
 // Rotates the pairs of n_heads heads of head_dim values by the angles of `cache` (rope_cache).
 void rope_row(float* x, int64_t n_heads, int64_t head_dim, const RopeParams& p, const float* cache) {
   // Element offsets of a pair: (2i, 2i + 1) in the normal layout, (i, i + n_dims/2) in NEOX.
@@ -77,20 +54,8 @@ void rope_row(float* x, int64_t n_heads, int64_t head_dim, const RopeParams& p, 
   }
 }
 
-bool matmul_type(GgmlType t) {
-  switch (t) {
-    case GgmlType::F32:
-    case GgmlType::F16:
-    case GgmlType::BF16:
-    case GgmlType::Q8_0:
-    case GgmlType::Q4_0:
-    case GgmlType::Q4_K:
-    case GgmlType::Q6_K:
-      return true;
-    default:
-      return false;
-  }
-}
+// Every type with dot-product kernels (engine/cpu/quant.h) runs the matmul paths.
+bool matmul_type(GgmlType t) { return has_dot_kernels(t); }
 
 }  // namespace
 

@@ -38,14 +38,6 @@ inline float bf16_inline(uint16_t h) {
   return f;
 }
 
-// Round half to even for |v| < 2^22 (ggml nearest_int; equals nearbyint in the default mode).
-inline int nearest_int(float v) {
-  float shifted = v + 12582912.f;
-  int32_t i;
-  std::memcpy(&i, &shifted, sizeof i);
-  return (i & 0x007FFFFF) - 0x00400000;
-}
-
 // ---- dequantization ----
 
 void dequant_q4_0(const BlockQ4_0* x, float* y, int64_t nb) {
@@ -139,23 +131,21 @@ void portable_dequantize_row(GgmlType type, const void* src, float* dst, int64_t
       for (int64_t i = 0; i < n; ++i) dst[i] = b[i / 256].d * static_cast<float>(b[i / 256].qs[i % 256]);
       return;
     }
+    case GgmlType::Q8_1: {  // activations only: the Q8_0 part of the block
+      const auto* b = static_cast<const BlockQ8_1*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(b[i / 32].qs[i % 32]) * h2f(b[i / 32].d);
+      return;
+    }
+    default:
+      if (const detail::TypeKernels* k = detail::lanes_portable(type)) k->dequantize(src, dst, n);
+      return;
   }
 }
 
 // ---- activations ----
 
-GgmlType vec_dot_type_for(GgmlType weight_type) {
-  switch (weight_type) {
-    case GgmlType::Q4_0:
-    case GgmlType::Q8_0: return GgmlType::Q8_0;
-    case GgmlType::Q4_K:
-    case GgmlType::Q6_K: return GgmlType::Q8_K;
-    default: return weight_type;  // F32, F16, BF16 (and Q8_K pass-through)
-  }
-}
-
 void portable_quantize_activations(GgmlType weight_type, const float* x, int64_t n, ActivationBuffer& out) {
-  out.vec_dot_type = vec_dot_type_for(weight_type);
+  out.vec_dot_type = vec_dot_type(weight_type);
   out.n = n;
   out.bytes.resize(detail::activation_bytes(weight_type, n));
   switch (out.vec_dot_type) {
@@ -175,6 +165,9 @@ void portable_quantize_activations(GgmlType weight_type, const float* x, int64_t
     case GgmlType::Q8_0:
       detail::quantize_row_q8_0(x, reinterpret_cast<BlockQ8_0*>(out.bytes.data()), n);
       detail::fill_block_sums(out);
+      return;
+    case GgmlType::Q8_1:
+      detail::quantize_row_q8_1(x, reinterpret_cast<BlockQ8_1*>(out.bytes.data()), n);
       return;
     default:
       detail::quantize_row_q8_k(x, reinterpret_cast<BlockQ8_K*>(out.bytes.data()), n);
@@ -327,13 +320,15 @@ float portable_vec_dot(GgmlType type, const void* row, const ActivationBuffer& a
       return dot_q4_k(static_cast<const BlockQ4_K*>(row), static_cast<const BlockQ8_K*>(a), n / 256);
     case GgmlType::Q6_K:
       return dot_q6_k(static_cast<const BlockQ6_K*>(row), static_cast<const BlockQ8_K*>(a), n / 256);
-    case GgmlType::Q8_K: break;
+    default: break;
   }
-  return 0.0f;
+  const detail::TypeKernels* k = detail::lanes_portable(type);  // nullptr only for activation formats
+  return k != nullptr ? k->dot(row, a, n) : 0.0f;
 }
 
 void portable_matvec(GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act,
                      float* y) {
+  if (const detail::TypeKernels* k = detail::lanes_portable(type)) return k->matvec(w, n, r0, r1, act, y);
   const size_t stride = ggml_row_bytes(type, n);
   const auto* base = static_cast<const uint8_t*>(w);
   for (int64_t r = r0; r < r1; ++r) y[r - r0] = portable_vec_dot(type, base + static_cast<size_t>(r) * stride, act);
@@ -374,12 +369,23 @@ const QuantKernels& portable_kernels() {
   return k;
 }
 
+void matvec_rows(size_t row_bytes, float (*dot)(const void*, const void*, int64_t), const void* w, int64_t n,
+                 int64_t r0, int64_t r1, const ActivationBuffer& act, float* y) {
+  constexpr int64_t kAhead = 2;  // rows prefetched ahead of the one being computed
+  const auto* base = static_cast<const uint8_t*>(w);
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint8_t* pf = base + static_cast<size_t>(r + kAhead) * row_bytes;
+    for (size_t off = 0; off < row_bytes; off += 64) __builtin_prefetch(pf + off);
+    y[r - r0] = dot(base + static_cast<size_t>(r) * row_bytes, act.bytes.data(), n);
+  }
+}
+
 size_t packed_group_bytes(GgmlType type, int64_t n) {
   return static_cast<size_t>((n / 32 + 1) / 2) * packed_pair_bytes(type);
 }
 
 size_t activation_bytes(GgmlType weight_type, int64_t n) {
-  return ggml_row_bytes(vec_dot_type_for(weight_type), n);
+  return ggml_row_bytes(vec_dot_type(weight_type), n);
 }
 
 // ggml quantize_row_q8_0 as run by the x86 SIMD path that produced the references:
@@ -393,6 +399,22 @@ void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
     y[i].d = fp32_to_fp16(d);
     for (int j = 0; j < 32; ++j) y[i].qs[j] = static_cast<int8_t>(nearest_int(x[j] * id));
     x += 32;
+  }
+}
+
+void quantize_row_q8_1(const float* x, BlockQ8_1* y, int64_t n) {
+  for (int64_t i = 0; i < n / 32; ++i, x += 32) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(x[j]));
+    const float d = amax / 127.f;
+    const float id = amax != 0.0f ? 127.f / amax : 0.0f;
+    int32_t sum = 0;
+    for (int j = 0; j < 32; ++j) {
+      y[i].qs[j] = static_cast<int8_t>(nearest_int(x[j] * id));
+      sum += y[i].qs[j];
+    }
+    y[i].d = fp32_to_fp16(d);
+    y[i].s = fp32_to_fp16(d * static_cast<float>(sum));
   }
 }
 
@@ -441,6 +463,30 @@ void quantize_row_q8_k(const float* x, BlockQ8_K* y, int64_t n) {
 }
 
 }  // namespace detail
+
+GgmlType vec_dot_type(GgmlType weight_type) {
+  switch (weight_type) {
+    case GgmlType::Q4_0:
+    case GgmlType::Q5_0:
+    case GgmlType::Q8_0:
+    case GgmlType::IQ4_NL: return GgmlType::Q8_0;
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_1: return GgmlType::Q8_1;
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K:
+    case GgmlType::IQ4_XS: return GgmlType::Q8_K;
+    default: return weight_type;  // F32, F16, BF16 (and the activation formats themselves)
+  }
+}
+
+bool has_dot_kernels(GgmlType weight_type) {
+  for (GgmlType t : ggml_storage_types())
+    if (t == weight_type) return true;
+  return false;
+}
 
 const char* kernel_isa_name(KernelIsa isa) {
   switch (isa) {

@@ -2,45 +2,86 @@
 // Tensor-type kernels: dequantization, activation conversion and dot products for the GGML
 // types in ggml_types.h. Semantics follow ggml-cpu (ggml-quants.c / ggml-cpu-quants.c at
 // llama.cpp b4748), so results match llama.cpp's reference logits (see
-// tests/data/reference/README.md, "Observed tolerances" 2):
-//   weight type   activation format ("vec_dot_type")
-//   F32           f32
-//   F16           f16   (round to nearest even)
-//   BF16          bf16  (round to nearest even)
-//   Q8_0, Q4_0    Q8_0  (blocks of 32: d = amax/127 stored as fp16, q = round_half_even(x*127/amax))
-//   Q4_K, Q6_K    Q8_K  (blocks of 256: iscale = -127/max where max is the signed value of largest |x|,
-//                        q = min(127, round_half_even(iscale*x)), d = 1/iscale as f32, bsums per 16)
+// tests/data/reference/README.md, "Observed tolerances" 2, and ../shared/reference/README.md,
+// "More tensor types"):
+//   weight type                    activation format ("vec_dot_type", vec_dot_type())
+//   F32                            f32
+//   F16                            f16   (round to nearest even)
+//   BF16                           bf16  (round to nearest even)
+//   Q8_0, Q4_0, Q5_0, IQ4_NL       Q8_0  (blocks of 32: d = amax/127 stored as fp16, q = round_half_even(x*127/amax))
+//   Q4_1, Q5_1                     Q8_1  (Q8_0's d and q, plus s = fp16(d·Σq) for the weights' min term)
+//   Q2_K..Q6_K, IQ4_XS             Q8_K  (blocks of 256: iscale = -127/max where max is the signed value of largest
+//                                         |x|, q = min(127, round_half_even(iscale*x)), d = 1/iscale as f32,
+//                                         bsums per 16)
 // Integer parts of quantized dot products are exact; only the f32 accumulation across blocks
-// differs between the portable and the AVX2 kernels, except for Q4_0, where both round like
-// ggml-cpu's repacked x86 kernels (q4_0_8x8_q8_0, what llama.cpp runs for Q4_0 matrices with a
-// multiple of 8 rows): per row s = fma(float(block int sum), fp16(w.d)·fp16(a.d), s) over the
-// blocks in order, so the two kernel sets are bit-identical for Q4_0.
+// differs between the portable and the AVX2 kernels for the first types (Q8_0, F32, F16, BF16),
+// except for Q4_0, where both round like ggml-cpu's repacked x86 kernels (q4_0_8x8_q8_0, what
+// llama.cpp runs for Q4_0 matrices with a multiple of 8 rows): per row s = fma(float(block int
+// sum), fp16(w.d)·fp16(a.d), s) over the blocks in order, so the two kernel sets are bit-identical
+// for Q4_0.
+// Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q5_K and IQ4_XS round like ggml-cpu's x86 (AVX2) code in
+// every kernel set, so all sets are bit-identical for them (quant_lanes.h): each block's exact
+// integer products are summed into 8 int32 lanes (lane k takes elements e with (e / 4) % 8 == k,
+// times their sub-block scale), every lane accumulates acc[k] = fma(scale, float(lane k), acc[k])
+// block by block, and the row's result is ggml's horizontal sum of the 8 lanes (plus a scalar
+// min term for Q4_1, Q5_1 and Q5_K; IQ4_NL sums even and odd blocks in two accumulators, as
+// ggml_vec_dot_iq4_nl_q8_0 does, and that is the rounding of the reference logits: the
+// single-accumulator order of llamafile's tinyBLAS differs from them by 6e-3 at one position).
 //
 // The public functions dispatch at run time (once, from cpu_features()) to the best kernel set the
 // CPU can run (active_kernel_isa()): AVX-512 (F/BW/VL/VNNI: the AVX2 set with 512-bit packed
-// mat-vec kernels), else AVX2 (AVX2+FMA+F16C), else portable. No function allocates except
-// quantize_activations when `out.bytes` must grow. The kernel sets' shared internals (packed
-// layout offsets, the portable activation quantizers) are private: engine/cpu/quant_internal.h.
+// mat-vec kernels and VNNI dot products), else AVX2 (AVX2+FMA+F16C), else portable. No function
+// allocates except quantize_activations when `out.bytes` must grow. The kernel sets' shared
+// internals (packed layout offsets, the portable activation quantizers) are private:
+// engine/cpu/quant_internal.h.
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "engine/ggml_types.h"
 
 namespace kakeya::engine {
 
-// Block layouts (standard GGML/GGUF, little-endian).
+// Block layouts (standard GGML/GGUF, little-endian; ggml-common.h). Element e of a 32-element
+// block with nibbles: e < 16 in the low nibble of qs[e], e >= 16 in the high nibble of qs[e - 16];
+// a 5th bit, where there is one, is bit e of the 32-bit qh.
 inline constexpr int kQK4_0 = 32;
 inline constexpr int kQK8_0 = 32;
 inline constexpr int kQK_K = 256;
 struct BlockQ4_0 { uint16_t d; uint8_t qs[16]; };                 // value = ((q & 15) - 8) * d; low nibbles 0..15
+struct BlockQ4_1 { uint16_t d; uint16_t m; uint8_t qs[16]; };     // value = q * d + m
+struct BlockQ5_0 { uint16_t d; uint8_t qh[4]; uint8_t qs[16]; };  // value = (q5 - 16) * d
+struct BlockQ5_1 { uint16_t d; uint16_t m; uint8_t qh[4]; uint8_t qs[16]; };  // value = q5 * d + m
 struct BlockQ8_0 { uint16_t d; int8_t qs[32]; };                  // value = q * d
+struct BlockQ8_1 { uint16_t d; uint16_t s; int8_t qs[32]; };      // activations only; s = fp16(d * sum(qs))
+struct BlockIQ4_NL { uint16_t d; uint8_t qs[16]; };               // value = kIQ4NLValues[q] * d
+// Super-blocks of 256. Q2_K: 16 sub-blocks of 16, scales[i] = scale (low nibble) | min (high),
+// value = d·scale·q - dmin·min with q 2 bits (element 128h + 32g + l at bits 2g of qs[32h + l]).
+struct BlockQ2_K { uint8_t scales[16]; uint8_t qs[64]; uint16_t d; uint16_t dmin; };
+// Q3_K: 16 sub-blocks of 16 with 6-bit scales (packed in 12 bytes, offset 32), value =
+// d·(scale - 32)·(q - (hmask bit set ? 0 : 4)), q 2 bits as in Q2_K, the high bit of element
+// 128h + 32g + l at bit 4h + g of hmask[l].
+struct BlockQ3_K { uint8_t hmask[32]; uint8_t qs[64]; uint8_t scales[12]; uint16_t d; };
 struct BlockQ4_K { uint16_t d; uint16_t dmin; uint8_t scales[12]; uint8_t qs[128]; };
+// Q5_K: Q4_K's 8 sub-blocks of 32 and packed scales/mins, plus the 5th bit of element 32j + l at
+// bit j of qh[l].
+struct BlockQ5_K { uint16_t d; uint16_t dmin; uint8_t scales[12]; uint8_t qh[32]; uint8_t qs[128]; };
 struct BlockQ6_K { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t d; };
+// IQ4_XS: 8 sub-blocks of 32, 6-bit scales (low 4 bits in scales_l nibbles, high 2 bits in
+// scales_h), value = d·(scale - 32)·kIQ4NLValues[q], quants as IQ4_NL's per sub-block.
+struct BlockIQ4_XS { uint16_t d; uint16_t scales_h; uint8_t scales_l[4]; uint8_t qs[128]; };
 struct BlockQ8_K { float d; int8_t qs[256]; int16_t bsums[16]; };  // activations only
-static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_K) == 144 &&
-              sizeof(BlockQ6_K) == 210 && sizeof(BlockQ8_K) == 292);
+static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22 &&
+              sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36 &&
+              sizeof(BlockIQ4_NL) == 18 && sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 &&
+              sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210 &&
+              sizeof(BlockIQ4_XS) == 136 && sizeof(BlockQ8_K) == 292);
+
+// The non-linear 4-bit codebook of IQ4_NL and IQ4_XS (ggml kvalues_iq4nl).
+inline constexpr int8_t kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                            1,    13,   25,  38,  53,  69,  89,  113};
 
 // Returns v rounded to f32 at this point: stops the compiler from fusing a*b+c into an FMA (GCC
 // contracts even across statements in C++ when FMA is available), so kernels round exactly like
@@ -52,6 +93,15 @@ inline float round_f32(float v) {
   __asm__("" : "+w"(v));
 #endif
   return v;
+}
+
+// v rounded to the nearest int, ties to even, for |v| < 2^22 (ggml nearest_int: adding 1.5·2^23
+// leaves the rounded integer in the low mantissa bits; equals nearbyint in the default mode).
+inline int nearest_int(float v) {
+  const float shifted = v + 12582912.f;
+  int32_t i;
+  std::memcpy(&i, &shifted, sizeof i);
+  return (i & 0x007FFFFF) - 0x00400000;
 }
 
 // Q4_K: 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes (ggml get_scale_min_k4).
@@ -69,9 +119,15 @@ inline void q4k_scale_min(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
 // REQUIRES: n % ggml_block_size(type) == 0.
 void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n);
 
+// The activation format ggml-cpu multiplies weights of `weight_type` with (table above).
+GgmlType vec_dot_type(GgmlType weight_type);
+
+// True for the weight types the dot-product kernels execute (every storage type of ggml_types.h).
+bool has_dot_kernels(GgmlType weight_type);
+
 // Activations converted for a matmul against weights of `weight_type`.
 struct ActivationBuffer {
-  GgmlType vec_dot_type = GgmlType::F32;  // F32, F16, BF16, Q8_0 or Q8_K: the layout of `bytes`
+  GgmlType vec_dot_type = GgmlType::F32;  // F32, F16, BF16, Q8_0, Q8_1 or Q8_K: the layout of `bytes`
   std::vector<uint8_t> bytes;
   int64_t n = 0;                          // elements
   // Q8_0 only: Σ qs of each block, computed once here for the packed kernels' offset terms

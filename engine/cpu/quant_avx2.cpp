@@ -423,35 +423,56 @@ float dot_q6_k(const BlockQ6_K* x, const BlockQ8_K* y, int64_t nb) {
 
 // ---- activations ----
 
-void quantize_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
+// One block of 32 activations to Q8_0's qs (ggml's AVX2 quantize_row_q8_0: amax by max_ps,
+// q = round-to-nearest-even(x·127/amax)) and *d = amax/127 in f32 (stored as fp16 by the
+// callers); returns the 8 int32 lanes of the quants before packing (their total is Σq).
+__m256i quantize_block_q8(const float* x, float* d, int8_t* qs) {
   const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 v[4];
+  __m256 amax = _mm256_setzero_ps();
+  for (int k = 0; k < 4; ++k) {
+    v[k] = _mm256_loadu_ps(x + 8 * k);
+    amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[k]));
+  }
+  __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(amax, 1), _mm256_castps256_ps128(amax));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+  const float max_abs = _mm_cvtss_f32(m4);
+  *d = max_abs / 127.f;
+  const __m256 mul = _mm256_set1_ps(max_abs != 0.0f ? 127.f / max_abs : 0.0f);
+  __m256i q[4];
+  for (int k = 0; k < 4; ++k)
+    q[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  // Pack 4×8 int32 -> 32 int8 in element order (packs interleave 128-bit lanes; fix with a permute).
+  const __m256i p01 = _mm256_packs_epi32(q[0], q[1]);
+  const __m256i p23 = _mm256_packs_epi32(q[2], q[3]);
+  const __m256i p = _mm256_packs_epi16(p01, p23);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs), _mm256_permutevar8x32_epi32(p, order));
+  return _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+}
+
+void quantize_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
   for (int64_t i = 0; i < n / 32; ++i, x += 32) {
-    __m256 v[4];
-    __m256 amax = _mm256_setzero_ps();
-    for (int k = 0; k < 4; ++k) {
-      v[k] = _mm256_loadu_ps(x + 8 * k);
-      amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[k]));
-    }
-    __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(amax, 1), _mm256_castps256_ps128(amax));
-    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-    const float max_abs = _mm_cvtss_f32(m4);
-    y[i].d = fp32_to_fp16(max_abs / 127.f);
-    const __m256 mul = _mm256_set1_ps(max_abs != 0.0f ? 127.f / max_abs : 0.0f);
-    __m256i q[4];
-    for (int k = 0; k < 4; ++k)
-      q[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    // Pack 4×8 int32 -> 32 int8 in element order (packs interleave 128-bit lanes; fix with a permute).
-    const __m256i p01 = _mm256_packs_epi32(q[0], q[1]);
-    const __m256i p23 = _mm256_packs_epi32(q[2], q[3]);
-    const __m256i p = _mm256_packs_epi16(p01, p23);
-    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[i].qs), _mm256_permutevar8x32_epi32(p, order));
+    float d;
+    quantize_block_q8(x, &d, y[i].qs);
+    y[i].d = fp32_to_fp16(d);
+  }
+}
+
+// Q8_1: s = fp16(d·Σq) with d the f32 amax/127 before its fp16 rounding (as ggml's AVX2 path).
+void quantize_q8_1(const float* x, BlockQ8_1* y, int64_t n) {
+  for (int64_t i = 0; i < n / 32; ++i, x += 32) {
+    float d;
+    const int32_t sum = hsum_epi32(quantize_block_q8(x, &d, y[i].qs));
+    y[i].d = fp32_to_fp16(d);
+    y[i].s = fp32_to_fp16(d * static_cast<float>(sum));
   }
 }
 
 void avx2_quantize_activations(GgmlType weight_type, const float* x, int64_t n, ActivationBuffer& out) {
-  switch (weight_type) {
+  const GgmlType format = vec_dot_type(weight_type);
+  switch (format) {
     case GgmlType::F16: {
       out.vec_dot_type = GgmlType::F16;
       out.n = n;
@@ -464,12 +485,17 @@ void avx2_quantize_activations(GgmlType weight_type, const float* x, int64_t n, 
       return;
     }
     case GgmlType::Q8_0:
-    case GgmlType::Q4_0:
       out.vec_dot_type = GgmlType::Q8_0;
       out.n = n;
       out.bytes.resize(detail::activation_bytes(weight_type, n));
       quantize_q8_0(x, reinterpret_cast<BlockQ8_0*>(out.bytes.data()), n);
       detail::fill_block_sums(out);
+      return;
+    case GgmlType::Q8_1:
+      out.vec_dot_type = GgmlType::Q8_1;
+      out.n = n;
+      out.bytes.resize(detail::activation_bytes(weight_type, n));
+      quantize_q8_1(x, reinterpret_cast<BlockQ8_1*>(out.bytes.data()), n);
       return;
     default:
       detail::portable_kernels().quantize_activations(weight_type, x, n, out);
@@ -539,9 +565,10 @@ float avx2_vec_dot(GgmlType type, const void* row, const ActivationBuffer& act) 
     case GgmlType::Q4_0: return row_dot<GgmlType::Q4_0>(row, a, act.n);
     case GgmlType::Q4_K: return row_dot<GgmlType::Q4_K>(row, a, act.n);
     case GgmlType::Q6_K: return row_dot<GgmlType::Q6_K>(row, a, act.n);
-    case GgmlType::Q8_K: break;
+    default: break;
   }
-  return 0.0f;
+  const detail::TypeKernels* k = detail::lanes_avx2(type);  // nullptr only for activation formats
+  return k != nullptr ? k->dot(row, a, act.n) : 0.0f;
 }
 
 void avx2_matvec(GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act,
@@ -554,7 +581,9 @@ void avx2_matvec(GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1
     case GgmlType::Q4_0: return rows_q4_0(w, n, r0, r1, act, y);
     case GgmlType::Q4_K: return rows_dot<GgmlType::Q4_K>(w, n, r0, r1, act, y);
     case GgmlType::Q6_K: return rows_dot<GgmlType::Q6_K>(w, n, r0, r1, act, y);
-    case GgmlType::Q8_K: break;
+    default:
+      if (const detail::TypeKernels* k = detail::lanes_avx2(type)) k->matvec(w, n, r0, r1, act, y);
+      return;
   }
 }
 

@@ -1,5 +1,6 @@
 // AVX-512 F/BW/VL/VNNI kernels for packed (row-interleaved) Q4_0 and Q8_0 matrices and for F16
-// mat-vec; everything else is the AVX2 set. This file is compiled with -mavx512f -mavx512bw -mavx512vl
+// mat-vec, plus the lane-exact types (Q4_1 ... IQ4_XS) through their VNNI build
+// (quant_lanes_avx512.cpp); everything else is the AVX2 set. This file is compiled with -mavx512f -mavx512bw -mavx512vl
 // -mavx512vnni (plus the AVX2 flags) and only entered through detail::avx512_kernels() after
 // cpu_features().can_run_avx512().
 //
@@ -184,11 +185,13 @@ void rows_f16(const void* w, int64_t n, int64_t r0, int64_t r1, const Activation
 void avx512_matvec(GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act,
                    float* y) {
   if (type == GgmlType::F16) return rows_f16(w, n, r0, r1, act, y);
+  if (const detail::TypeKernels* k = detail::lanes_avx512(type)) return k->matvec(w, n, r0, r1, act, y);
   detail::avx2_kernels().matvec(type, w, n, r0, r1, act, y);
 }
 
 // One row: the same accumulation as avx512_matvec (matvec and vec_dot agree within a set).
 float avx512_vec_dot(GgmlType type, const void* row, const ActivationBuffer& act) {
+  if (const detail::TypeKernels* k = detail::lanes_avx512(type)) return k->dot(row, act.bytes.data(), act.n);
   if (type != GgmlType::F16) return detail::avx2_kernels().vec_dot(type, row, act);
   float y = 0.0f;
   rows_f16(row, act.n, 0, 1, act, &y);

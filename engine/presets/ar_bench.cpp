@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "engine/llama.h"
+#include "engine/presets/bench_table.h"
 
 namespace kakeya::engine {
 namespace {
@@ -154,6 +155,10 @@ Result<nlohmann::json> run_ar_bench(const LlamaModel& model, const Tokenizer& to
   // This process's own peak RSS (VmHWM): see peak_rss_bytes().
   r["peak_rss_bytes"] = peak_rss_bytes();
   r["arms"] = gate_arms;
+  // llama-bench's view of the same samples (presets/bench_table.h).
+  KAKEYA_ASSIGN_OR_RETURN(const std::vector<BenchRow> table, ar_bench_table(r));
+  r["table"] = nlohmann::json::array();
+  for (const BenchRow& row : table) r["table"].push_back(to_json(row));
   return r;
 }
 

@@ -10,7 +10,8 @@
 // Report (kind "ar-bench"): config, warmup, env, model, engine, synthetic, samples[] (per prompt
 // length and sample: seconds, tokens/s, measured KV bytes), aggregates[] (median/min/max per
 // prompt length), peak_rss_bytes (this process's VmHWM), arms[] (one "prompt-L" baseline arm per
-// length in the evidence gate's shape).
+// length in the evidence gate's shape), table[] (llama-bench's rows, presets/bench_table.h:
+// pp<L> and tg<N> @ d<L> with t/s mean ± sample stddev).
 #include <cstddef>
 #include <string>
 #include <vector>

@@ -126,9 +126,10 @@ MatmulTol matmul_tolerance(GgmlType type) {
 
 Status matmul_cases(Table& t) {
   Rng rng(1);
-  const std::vector<std::pair<GgmlType, std::vector<int64_t>>> types = {
-      {GgmlType::F32, {32, 96}}, {GgmlType::F16, {32, 96}}, {GgmlType::BF16, {32, 96}}, {GgmlType::Q8_0, {32, 96}},
-      {GgmlType::Q4_0, {32, 96}}, {GgmlType::Q4_K, {256, 512}}, {GgmlType::Q6_K, {256, 512}}};
+  // Every storage type: rows of one block and of several.
+  std::vector<std::pair<GgmlType, std::vector<int64_t>>> types;
+  for (GgmlType type : ggml_storage_types())
+    types.push_back({type, ggml_block_size(type) == 256 ? std::vector<int64_t>{256, 512} : std::vector<int64_t>{32, 96}});
   for (const auto& [type, n_ins] : types) {
     const MatmulTol tol = matmul_tolerance(type);
     for (int64_t n_in : n_ins) {
@@ -178,8 +179,7 @@ Status matmul_cases(Table& t) {
 
 Status embed_cases(Table& t) {
   Rng rng(2);
-  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
-                        GgmlType::Q4_K, GgmlType::Q6_K}) {
+  for (GgmlType type : ggml_storage_types()) {
     const int64_t cols = ggml_block_size(type) == 256 ? 256 : 96, rows = 7;
     const auto bytes = random_rows(type, cols, rows, rng);
     const WeightMatrix w{"op.table", type, bytes.data(), cols, rows, ggml_row_bytes(type, cols)};
@@ -191,6 +191,27 @@ Status embed_cases(Table& t) {
     std::vector<float> want;
     for (int32_t id : tokens) want.insert(want.end(), all.begin() + id * cols, all.begin() + (id + 1) * cols);
     t.add("embed", ggml_type_name(type), dims({{"cols", cols}, {"rows", rows}, {"tokens", 5}}), t.read(out), want, 0, 0);
+  }
+  // Subnormal f16 block scales (real Q6_K/Q8_0 files of small weights have them): every block's
+  // d set to a subnormal, read back exactly.
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q6_K}) {
+    const int64_t cols = ggml_block_size(type) == 256 ? 256 : 96, rows = 3;
+    auto bytes = random_rows(type, cols, rows, rng);
+    const size_t d_at = type == GgmlType::Q6_K ? 208 : 0, block = ggml_block_bytes(type);
+    for (size_t b = 0; b < bytes.size() / block; ++b) {
+      const uint16_t sub = static_cast<uint16_t>(0x0001 + 37 * b % 0x03FF);  // exponent 0: subnormal
+      std::memcpy(bytes.data() + b * block + d_at, &sub, sizeof sub);
+    }
+    const WeightMatrix w{"op.table", type, bytes.data(), cols, rows, ggml_row_bytes(type, cols)};
+    KAKEYA_ASSIGN_OR_RETURN(Tensor table, t.weight(w, WeightUse::kRows));
+    const std::vector<int32_t> tokens = {2, 0, 1};
+    KAKEYA_ASSIGN_OR_RETURN(Tensor out, t.f32(3, cols));
+    t.backend().embed(table, tokens, out);
+    const std::vector<float> all = reference::dequantize(w);
+    std::vector<float> want;
+    for (int32_t id : tokens) want.insert(want.end(), all.begin() + id * cols, all.begin() + (id + 1) * cols);
+    t.add("embed", ggml_type_name(type), dims({{"cols", cols}, {"rows", rows}, {"tokens", 3}}) + " subnormal_scales",
+          t.read(out), want, 0, 0);
   }
   return ok_status();
 }

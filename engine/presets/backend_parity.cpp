@@ -6,6 +6,7 @@
 
 #include "engine/cpu/quant.h"
 #include "engine/llama.h"
+#include "engine/presets/backend_ops.h"
 #include "engine/presets/reference_ops.h"
 #include "engine/presets/report.h"
 #include "engine/sampling.h"
@@ -73,6 +74,13 @@ Result<std::vector<float>> reference_logits(const LlamaModel& model, std::span<c
   std::vector<Norms> norms;
   for (const LlamaLayerWeights& L : W.layers) norms.push_back({reference::dequantize(L.attn_norm), reference::dequantize(L.ffn_norm)});
   const std::vector<float> output_norm = reference::dequantize(W.output_norm);
+  const std::vector<float> rope_freqs = W.rope_freqs.present() ? reference::dequantize(W.rope_freqs) : std::vector<float>{};
+  const float* freq_factors = rope_freqs.empty() ? nullptr : rope_freqs.data();
+  // y = W·x, then + b where the model has that bias.
+  auto matvec_bias = [](const WeightMatrix& w, const WeightMatrix& b, const float* in, float* y) {
+    reference::matvec(w, in, y);
+    if (b.present()) reference::add_bias(y, reference::dequantize(b).data(), static_cast<size_t>(w.n_out));
+  };
   std::vector<float> logits(n * V);
   for (size_t t = 0; t < n; ++t) {
     float* xt = x.data() + t * E;
@@ -82,28 +90,24 @@ Result<std::vector<float>> reference_logits(const LlamaModel& model, std::span<c
       reference::rms_norm(xt, norms[il].attn.data(), hp.n_embd, hp.rms_eps, xn.data());
       float* k = kc[il].data() + t * KD;
       float* v = vc[il].data() + t * KD;
-      reference::matvec(L.wq, xn.data(), q.data());
-      reference::matvec(L.wk, xn.data(), k);
-      reference::matvec(L.wv, xn.data(), v);
-      RopeParams rope;
-      rope.n_dims = hp.rope_dim;
-      rope.freq_base = hp.rope_freq_base;
-      rope.n_ctx_orig = hp.n_ctx_train;
-      reference::rope(q.data(), hp.n_head, hp.head_dim, rope, nullptr, static_cast<int64_t>(t));
-      reference::rope(k, hp.n_head_kv, hp.head_dim, rope, nullptr, static_cast<int64_t>(t));
+      matvec_bias(L.wq, L.bq, xn.data(), q.data());
+      matvec_bias(L.wk, L.bk, xn.data(), k);
+      matvec_bias(L.wv, L.bv, xn.data(), v);
+      reference::rope(q.data(), hp.n_head, hp.head_dim, hp.rope, freq_factors, static_cast<int64_t>(t));
+      reference::rope(k, hp.n_head_kv, hp.head_dim, hp.rope, freq_factors, static_cast<int64_t>(t));
       for (size_t h = 0; h < static_cast<size_t>(hp.n_head); ++h) {
         const size_t g = h / static_cast<size_t>(hp.n_gqa());
         // Causal: the slots of every position so far (no window).
         const KvSlots slots{t + 1, KD, positions.data(), kc[il].data() + g * HD, vc[il].data() + g * HD};
         reference::attention_head(q.data() + h * HD, slots, static_cast<int32_t>(t), hp.head_dim, att.data() + h * HD);
       }
-      reference::matvec(L.wo, att.data(), tmp.data());
+      matvec_bias(L.wo, L.bo, att.data(), tmp.data());
       for (size_t i = 0; i < E; ++i) xt[i] += tmp[i];
       reference::rms_norm(xt, norms[il].ffn.data(), hp.n_embd, hp.rms_eps, xn.data());
-      reference::matvec(L.w_gate, xn.data(), gate.data());
-      reference::matvec(L.w_up, xn.data(), up.data());
+      matvec_bias(L.w_gate, L.b_gate, xn.data(), gate.data());
+      matvec_bias(L.w_up, L.b_up, xn.data(), up.data());
       reference::swiglu(gate.data(), up.data(), F);
-      reference::matvec(L.w_down, gate.data(), tmp.data());
+      matvec_bias(L.w_down, L.b_down, gate.data(), tmp.data());
       for (size_t i = 0; i < E; ++i) xt[i] += tmp[i];
     }
     reference::rms_norm(xt, output_norm.data(), hp.n_embd, hp.rms_eps, xn.data());
@@ -112,7 +116,7 @@ Result<std::vector<float>> reference_logits(const LlamaModel& model, std::span<c
   return logits;
 }
 
-Result<json> run_backend_parity(const BackendParityConfig& c, Backend& backend) {
+Result<json> run_backend_parity(const BackendParityConfig& c, Backend& backend, Backend* cpu) {
   KAKEYA_ASSIGN_OR_RETURN(LlamaModel model, LlamaModel::load(c.model));
   KAKEYA_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::from_gguf(model.gguf()));
   const std::vector<std::string>& prompts = c.prompts.empty() ? default_prompts() : c.prompts;
@@ -134,6 +138,13 @@ Result<json> run_backend_parity(const BackendParityConfig& c, Backend& backend) 
   KAKEYA_ASSIGN_OR_RETURN(std::unique_ptr<LlamaContext> context,
                           LlamaContext::create(model, backend, ContextOptions{std::max<size_t>(longest, 1)}));
   LlamaContext& ctx = *context;
+  const bool vs_cpu = cpu != nullptr && used != "cpu";
+  std::unique_ptr<LlamaContext> cpu_context;
+  if (vs_cpu) {
+    KAKEYA_ASSIGN_OR_RETURN(cpu_context, LlamaContext::create(model, *cpu, ContextOptions{std::max<size_t>(longest, 1)}));
+  }
+  Arm cpu_arm{"cpu-batched"};
+  Diff vs_cpu_total;
   for (size_t i = 0; i < ids.size(); ++i) {
     const std::string id = "prompt-" + std::to_string(i);
     KAKEYA_ASSIGN_OR_RETURN(std::vector<float> ref, reference_logits(model, ids[i]));
@@ -147,6 +158,15 @@ Result<json> run_backend_parity(const BackendParityConfig& c, Backend& backend) 
       ld.insert(ld.end(), row.begin(), row.end());
     }
     ref_samples.push_back({{"prompt_id", id}, {"positions", ids[i].size()}});
+    if (vs_cpu) {
+      cpu_context->truncate(0);
+      KAKEYA_ASSIGN_OR_RETURN(std::vector<float> lc, cpu_context->eval(ids[i], true));
+      const Diff d = compare(lb, lc, V);
+      vs_cpu_total.agree += d.agree;
+      vs_cpu_total.positions += d.positions;
+      vs_cpu_total.max_abs = std::max(vs_cpu_total.max_abs, d.max_abs);
+      cpu_arm.samples.push_back({{"prompt_id", id}, {"positions", ids[i].size()}});
+    }
     for (auto* arm : {&batched, &decode}) {
       const Diff d = compare(arm == &batched ? lb : ld, ref, V);
       arm->total.agree += d.agree;
@@ -187,11 +207,34 @@ Result<json> run_backend_parity(const BackendParityConfig& c, Backend& backend) 
                            {"argmax_agreement", static_cast<double>(arm->total.agree) / arm->total.positions},
                            {"claim", "parity"}});
   }
+  json ops = nullptr;
+  if (vs_cpu) {
+    json cpu_j = {{"name", cpu_arm.name},
+                  {"role", "baseline"},
+                  {"config", {{"path", "LlamaContext batched eval (all_logits)"},
+                              {"kernels", cpu->info().kernel_set},
+                              {"threads", cpu->info().threads}}},
+                  {"samples", cpu_arm.samples}};
+    cpu_j.update(arm_backend("cpu", *cpu));
+    arms.push_back(std::move(cpu_j));
+    comparisons.push_back({{"baseline", cpu_arm.name},
+                           {"candidate", batched.name},
+                           {"metric", "max_abs_dlogit"},
+                           {"value", vs_cpu_total.max_abs},
+                           {"argmax_agreement", static_cast<double>(vs_cpu_total.agree) / vs_cpu_total.positions},
+                           {"claim", "parity"}});
+    KAKEYA_ASSIGN_OR_RETURN(std::vector<BackendOpResult> table, run_backend_ops(backend));
+    ops = backend_ops_json(backend, table);
+  }
   json r = report_envelope("backend-parity", c.backend, backend, &model, &ctx.weights());
   r["config"] = {{"model", c.model}, {"prompts", prompts.size()}, {"threads", backend.info().threads},
                  {"backends", {used, "reference"}}};
   r["arms"] = arms;
   r["comparisons"] = comparisons;
+  if (vs_cpu) {
+    r["ops"] = ops;
+    r["aggregates"] = {{"ops_failed", ops["failed"]}, {"max_abs_dlogit_vs_cpu", vs_cpu_total.max_abs}};
+  }
   return r;
 }
 

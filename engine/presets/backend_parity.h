@@ -2,7 +2,7 @@
 // backend-parity: an engine backend (backend.h) against a second implementation, over a prompt
 // set — argmax agreement and max |Δlogit| at every prompt position.
 //
-// Today the second implementation is `reference`: a single-threaded scalar forward pass written
+// The second implementation is `reference` (and, for a GPU backend, also the CPU backend): a single-threaded scalar forward pass written
 // independently of LlamaContext and of every backend (no sgemm, no thread pool, no fused
 // matmuls) from the scalar reference ops (presets/reference_ops.h): the portable kernels for every
 // dot product, activations converted per token exactly like the CPU decode path, rmsnorm sums in
@@ -37,7 +37,11 @@ struct BackendParityConfig {
   std::string backend = "cpu";       // as requested (--backend): reports compare it with what ran
 };
 
+// `cpu`: when given and `backend` is not the CPU backend, the report also compares the backend's
+// batched logits with the CPU backend's (arm "cpu-batched", comparison claim "parity" with
+// baseline cpu-batched) and carries the backend's per-op table (presets/backend_ops.h) under
+// "ops"; aggregates.ops_failed counts its failed cases.
 // Errors: model and tokenizer load errors, context errors.
-Result<nlohmann::json> run_backend_parity(const BackendParityConfig& config, Backend& backend);
+Result<nlohmann::json> run_backend_parity(const BackendParityConfig& config, Backend& backend, Backend* cpu = nullptr);
 
 }  // namespace kakeya::engine

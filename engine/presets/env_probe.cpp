@@ -1,7 +1,6 @@
 #include "engine/presets/env_probe.h"
 
 #include <cblas.h>
-#include <dlfcn.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -16,9 +15,8 @@
 #include "bridge/version.h"
 #include "engine/presets/report.h"
 
-#if defined(KAKEYA_HAVE_VULKAN_HEADERS)
-#define VK_NO_PROTOTYPES
-#include <vulkan/vulkan.h>
+#if defined(KAKEYA_HAVE_VULKAN)
+#include "engine/vulkan/vk_device.h"
 #endif
 
 extern "C" {
@@ -130,88 +128,22 @@ nlohmann::json probe_openblas() {
 
 nlohmann::json probe_vulkan() {
   nlohmann::json j;
-  void* lib = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) {
+#if defined(KAKEYA_HAVE_VULKAN)
+  auto devices = list_vulkan_devices();
+  if (!devices.ok()) {
     j["available"] = false;
-    j["reason"] = std::string("libvulkan.so.1 not loadable: ") + dlerror();
+    j["reason"] = devices.error().message;
     return j;
   }
-  j["loader"] = "libvulkan.so.1";
-#if defined(KAKEYA_HAVE_VULKAN_HEADERS)
-  auto gipa = reinterpret_cast<PFN_vkGetInstanceProcAddr>(dlsym(lib, "vkGetInstanceProcAddr"));
-  if (gipa == nullptr) {
-    j["available"] = false;
-    j["reason"] = "vkGetInstanceProcAddr not found in loader";
-    dlclose(lib);
-    return j;
-  }
-  auto create = reinterpret_cast<PFN_vkCreateInstance>(gipa(nullptr, "vkCreateInstance"));
-  auto enum_version =
-      reinterpret_cast<PFN_vkEnumerateInstanceVersion>(gipa(nullptr, "vkEnumerateInstanceVersion"));
-  uint32_t loader_version = VK_API_VERSION_1_0;
-  if (enum_version) enum_version(&loader_version);
-  auto ver = [](uint32_t v) {
-    return std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v)) +
-           "." + std::to_string(VK_API_VERSION_PATCH(v));
-  };
-  j["loader_api_version"] = ver(loader_version);
-  VkApplicationInfo app{};
-  app.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO;
-  app.pApplicationName = "kakeya-env-probe";
-  app.apiVersion = VK_API_VERSION_1_1;
-  VkInstanceCreateInfo ci{};
-  ci.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
-  ci.pApplicationInfo = &app;
-  VkInstance inst = VK_NULL_HANDLE;
-  const VkResult rc = create ? create(&ci, nullptr, &inst) : VK_ERROR_INITIALIZATION_FAILED;
-  if (rc != VK_SUCCESS) {
-    j["available"] = false;
-    j["reason"] = "vkCreateInstance failed with VkResult " + std::to_string(static_cast<int>(rc));
-    dlclose(lib);
-    return j;
-  }
-  auto enum_devs = reinterpret_cast<PFN_vkEnumeratePhysicalDevices>(
-      gipa(inst, "vkEnumeratePhysicalDevices"));
-  auto props_fn = reinterpret_cast<PFN_vkGetPhysicalDeviceProperties>(
-      gipa(inst, "vkGetPhysicalDeviceProperties"));
-  auto mem_fn = reinterpret_cast<PFN_vkGetPhysicalDeviceMemoryProperties>(
-      gipa(inst, "vkGetPhysicalDeviceMemoryProperties"));
-  auto destroy = reinterpret_cast<PFN_vkDestroyInstance>(gipa(inst, "vkDestroyInstance"));
-  uint32_t n = 0;
-  enum_devs(inst, &n, nullptr);
-  std::vector<VkPhysicalDevice> devs(n);
-  if (n > 0) enum_devs(inst, &n, devs.data());
-  static const char* kTypes[] = {"other", "integrated_gpu", "discrete_gpu", "virtual_gpu", "cpu"};
   nlohmann::json list = nlohmann::json::array();
-  for (VkPhysicalDevice d : devs) {
-    VkPhysicalDeviceProperties p{};
-    props_fn(d, &p);
-    VkPhysicalDeviceMemoryProperties m{};
-    mem_fn(d, &m);
-    nlohmann::json heaps = nlohmann::json::array();
-    for (uint32_t h = 0; h < m.memoryHeapCount; ++h) {
-      heaps.push_back({{"size_bytes", m.memoryHeaps[h].size},
-                       {"device_local", (m.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0}});
-    }
-    const int t = static_cast<int>(p.deviceType);
-    list.push_back({{"name", p.deviceName},
-                    {"type", (t >= 0 && t <= 4) ? kTypes[t] : "unknown"},
-                    {"api_version", ver(p.apiVersion)},
-                    {"driver_version", p.driverVersion},
-                    {"vendor_id", p.vendorID},
-                    {"device_id", p.deviceID},
-                    {"memory_heaps", heaps}});
-  }
-  if (destroy) destroy(inst, nullptr);
-  j["available"] = n > 0;
-  if (n == 0) j["reason"] = "the loader found no physical device";
+  for (const DeviceCaps& d : devices.value()) list.push_back(to_json(d));
+  j["available"] = true;
+  j["default_device"] = default_device_index(devices.value());
   j["devices"] = list;
 #else
   j["available"] = false;
-  j["reason"] = "built without Vulkan headers";
+  j["reason"] = "this build has no Vulkan backend (-DKAKEYA_VULKAN=OFF, or libvulkan/glslc missing)";
 #endif
-  // The loader stays mapped: ICDs do not unload cleanly, and keeping them mapped lets
-  // LeakSanitizer attribute their allocations (bridge/version.cpp suppressions).
   return j;
 }
 

@@ -17,9 +17,11 @@ nlohmann::json probe_cpu();
 nlohmann::json probe_memory();
 // OpenBLAS: linked config string, core name, threads, parallel mode (openblas_get_* API).
 nlohmann::json probe_openblas();
-// Vulkan: loads libvulkan.so.1 at run time; lists physical devices (name, type, API and driver
-// version, vendor/device ids, memory heaps with sizes in bytes and flags). {"available": false,
-// "reason": ...} when no loader or no device.
+// Vulkan: every physical device the loader finds (vulkan/vk_device.h DeviceCaps: index, type,
+// driver, memory heaps, subgroup size, fp16/int8 arithmetic, 16/8-bit storage, cooperative
+// matrix extensions, whether the backend can use it and what it lacks) and the default device.
+// {"available": false, "reason": ...} when this build has no Vulkan backend, or no loader, driver
+// or device is found.
 nlohmann::json probe_vulkan();
 // OS (uname), build info and engine version.
 nlohmann::json probe_build();

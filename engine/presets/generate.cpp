@@ -1,11 +1,15 @@
 #include "engine/presets/generate.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
+#include "engine/chat_template.h"
 #include "engine/llama.h"
+#include "engine/presets/logits_file.h"
 
 namespace kakeya::engine {
 
@@ -28,18 +32,64 @@ bool valid_utf8(const std::string& s) {
   return true;
 }
 
+Result<PromptTokens> tokenize_prompt(const LlamaModel& model, const Tokenizer& tok, const GenerateConfig& c) {
+  PromptTokens out;
+  std::string text = c.prompt;
+  if (c.chat) {
+    std::string tmpl = c.chat_template;
+    if (tmpl.empty()) {
+      KAKEYA_ASSIGN_OR_RETURN(tmpl, chat_template_from_gguf(model.gguf()));
+    }
+    KAKEYA_ASSIGN_OR_RETURN(const ChatTemplate family, detect_chat_template(tmpl));
+    KAKEYA_ASSIGN_OR_RETURN(text, format_chat(family, {{"user", c.prompt}}, /*add_assistant=*/true));
+    out.chat_template = std::string(chat_template_name(family));
+  }
+  // llama-cli: common_tokenize(ctx, prompt, add_special = true, parse_special = true).
+  out.ids = tok.tokenize(text, /*add_special=*/true, /*parse_special=*/true);
+  if (out.ids.empty()) {
+    if (!tok.add_bos() || tok.bos() < 0) {
+      return make_error("bad_param", "the prompt is empty and the vocabulary adds no BOS to start from");
+    }
+    out.ids.push_back(tok.bos());  // llama-cli starts an empty prompt from BOS
+  }
+  return out;
+}
+
+namespace {
+
+// {id, piece, logprob} of `id` under log-probabilities logits − lse.
+nlohmann::json logprob_entry(const Tokenizer& tok, std::span<const float> logits, double lse, int32_t id,
+                             bool special) {
+  return {{"id", id},
+          {"piece", tok.token_to_piece(id, special)},
+          {"logprob", static_cast<double>(logits[static_cast<size_t>(id)]) - lse}};
+}
+
+}  // namespace
+
 Result<nlohmann::json> run_generate(const LlamaModel& model, const Tokenizer& tok, Backend& backend,
                                     const GenerateConfig& a, const std::function<void(const std::string&)>& on_text,
                                     const Progress& progress) {
   if (!valid_utf8(a.prompt)) return make_error("bad_param", "prompt is not valid UTF-8");
   if (a.max_new_tokens < 0) return make_error("bad_param", "--max-new-tokens must be >= 0");
+  if (a.top_logprobs < 0) return make_error("bad_param", "--top-logprobs must be >= 0");
   KAKEYA_TRY(check_sampling_params(a.sampling));
+  KAKEYA_ASSIGN_OR_RETURN(const PromptTokens prompt, tokenize_prompt(model, tok, a));
   KAKEYA_ASSIGN_OR_RETURN(std::unique_ptr<LlamaContext> context,
                           LlamaContext::create(model, backend, ContextOptions{a.n_ctx, a.n_batch}));
   LlamaContext& ctx = *context;
-  const std::vector<int32_t> prompt_ids = tok.encode(a.prompt, tok.add_bos());
-  if (prompt_ids.empty()) return make_error("bad_param", "--prompt encodes to no tokens");
+  const std::vector<int32_t>& prompt_ids = prompt.ids;
+  std::optional<LogitsFile> logits_file;
+  if (!a.logits_out.empty()) {
+    KAKEYA_ASSIGN_OR_RETURN(LogitsFile f, LogitsFile::create(a.logits_out, model.hparams().n_vocab));
+    logits_file.emplace(std::move(f));
+  }
 
+  if (on_text && a.display_prompt) {
+    std::string echo;
+    for (int32_t id : prompt_ids) echo += tok.token_to_piece(id, a.special);
+    on_text(echo);
+  }
   report_progress(progress, std::to_string(prompt_ids.size()) + " prompt tokens, up to " +
                                 std::to_string(a.max_new_tokens) + " new, " +
                                 std::to_string(backend.info().threads) + " threads");
@@ -49,22 +99,28 @@ Result<nlohmann::json> run_generate(const LlamaModel& model, const Tokenizer& to
 
   Sampler sampler(a.sampling);
   std::vector<int32_t> out_ids;
-  std::string printed;
+  std::string text;
+  nlohmann::json logprobs = nlohmann::json::array();
   std::string stop_reason = "max_new_tokens";
   size_t decode_evals = 0;
   const auto t1 = std::chrono::steady_clock::now();
   while (static_cast<int>(out_ids.size()) < a.max_new_tokens) {
     const int32_t id = sampler.sample(cur);
     out_ids.push_back(id);
-    if (on_text) {  // stream: hand out what the decoded text gained
-      const std::string text = tok.decode(out_ids);
-      if (text.size() > printed.size() && text.compare(0, printed.size(), printed) == 0) {
-        on_text(text.substr(printed.size()));
-        printed = text;
-      }
+    if (logits_file) KAKEYA_TRY(logits_file->append(cur));
+    if (a.top_logprobs > 0) {
+      const double lse = log_sum_exp(cur);
+      nlohmann::json entry = logprob_entry(tok, cur, lse, id, a.special);
+      entry["top"] = nlohmann::json::array();
+      for (int32_t alt : top_k_ids(cur, static_cast<size_t>(a.top_logprobs)))
+        entry["top"].push_back(logprob_entry(tok, cur, lse, alt, a.special));
+      logprobs.push_back(std::move(entry));
     }
-    if (id == tok.eos() && !a.ignore_eos) {
-      stop_reason = "eos";
+    const std::string piece = tok.token_to_piece(id, a.special);
+    text += piece;
+    if (on_text && !piece.empty()) on_text(piece);
+    if (tok.is_eog(id) && !a.ignore_eos) {
+      stop_reason = "eos";  // an end-of-generation token (the name reports have always used)
       break;
     }
     if (static_cast<int>(out_ids.size()) == a.max_new_tokens) break;
@@ -77,7 +133,7 @@ Result<nlohmann::json> run_generate(const LlamaModel& model, const Tokenizer& to
     ++decode_evals;
   }
   const double decode_s = seconds_since(t1);
-  const std::string text = tok.decode(out_ids);
+  if (logits_file) KAKEYA_TRY(logits_file->finish());
 
   nlohmann::json r = report_envelope("generate", a.backend, backend, &model, &ctx.weights());
   r["config"] = {{"prompt", a.prompt},
@@ -87,12 +143,24 @@ Result<nlohmann::json> run_generate(const LlamaModel& model, const Tokenizer& to
                  {"top_p", a.sampling.top_p},
                  {"seed", a.sampling.seed},
                  {"ignore_eos", a.ignore_eos},
+                 {"special", a.special},
+                 {"chat", a.chat},
+                 {"display_prompt", a.display_prompt},
+                 {"top_logprobs", a.top_logprobs},
                  {"n_ctx", ctx.n_ctx()},
                  {"n_batch", a.n_batch}};
   r["prompt_ids"] = prompt_ids;
+  if (a.chat) r["chat"] = prompt.chat_template;
   r["token_ids"] = out_ids;
   r["text"] = text;
   r["stop_reason"] = stop_reason;
+  if (a.top_logprobs > 0) r["logprobs"] = logprobs;
+  if (logits_file) {
+    r["logits_out"] = {{"path", a.logits_out},
+                       {"rows", logits_file->rows()},
+                       {"n_vocab", model.hparams().n_vocab},
+                       {"format", "npy float32 [rows][n_vocab]: row k holds the raw logits token k was chosen from"}};
+  }
   r["kv"] = {{"policy", ctx.kv().layer(0).policy()},
              {"n_tokens", ctx.n_past()},
              {"resident_bytes", ctx.kv().resident_bytes()}};

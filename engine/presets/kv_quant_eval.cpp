@@ -139,7 +139,7 @@ Result<nlohmann::json> run_kv_quant_eval(const LlamaModel& model, const Tokenize
       }
       bpv_bits += vb;
       bpv_values += nv;
-      const std::string text = tok.decode(run.ids);
+      const std::string text = niah_continuation(tok, run.ids);
       const bool rec = niah_recalled(text, pr.s.answer);
       hits += rec ? 1 : 0;
       kvb.push_back(static_cast<double>(run.resident_kv_bytes));

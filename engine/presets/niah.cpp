@@ -1,5 +1,6 @@
 #include "engine/presets/niah.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstdio>
 
@@ -167,6 +168,11 @@ std::vector<NiahSample> generate_niah(uint64_t seed, int min_lines, int max_line
 
 bool niah_recalled(std::string_view continuation, std::string_view answer) {
   return !answer.empty() && continuation.find(answer) != std::string_view::npos;
+}
+
+std::string niah_continuation(const Tokenizer& tok, std::span<const int32_t> ids) {
+  const auto end = std::find_if(ids.begin(), ids.end(), [&](int32_t id) { return tok.is_eog(id); });
+  return tok.decode(std::vector<int32_t>(ids.begin(), end));
 }
 
 }  // namespace kakeya::engine

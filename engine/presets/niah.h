@@ -13,11 +13,13 @@
 // is a substring of the decoded continuation.
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "bridge/result.h"
+#include "engine/tokenizer.h"
 
 namespace kakeya::engine {
 
@@ -78,5 +80,11 @@ std::vector<NiahSample> generate_niah(uint64_t seed, int min_lines, int max_line
 
 // Recall rule: the answer is a substring of the decoded continuation. False for an empty answer.
 bool niah_recalled(std::string_view continuation, std::string_view answer);
+
+// The continuation an answer is judged on: `ids` decoded up to, not including, the first
+// end-of-generation token (Tokenizer::is_eog) — generate's stop rule: what a model emits after
+// ending its turn is not its answer. Decoding itself runs the full budget, so every arm decodes
+// the same number of tokens and the measured KV stays comparable.
+std::string niah_continuation(const Tokenizer& tok, std::span<const int32_t> ids);
 
 }  // namespace kakeya::engine

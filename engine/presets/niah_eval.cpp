@@ -116,7 +116,7 @@ Result<nlohmann::json> run_niah_eval(const LlamaModel& model, const Tokenizer& t
       size_t max_tokens = 0;
       for (const Prompt& p : prompts[l]) {
         KAKEYA_ASSIGN_OR_RETURN(GreedyRun run, run_greedy(ctx, arm.policy, p.ids, cfg.decode_tokens));
-        const std::string text = tok.decode(run.ids);
+        const std::string text = niah_continuation(tok, run.ids);
         const bool rec = p.s.needle && niah_recalled(text, p.s.answer);
         n_recall += rec ? 1 : 0;
         kv_bytes.push_back(static_cast<double>(run.resident_kv_bytes));
@@ -189,7 +189,7 @@ Result<nlohmann::json> run_niah_eval(const LlamaModel& model, const Tokenizer& t
   json r = report_envelope("niah-eval", cfg.backend, backend, &model, &ctx.weights());
   r["config"] = {{"seed", cfg.seed},       {"lines", cfg.lines},       {"samples", cfg.samples},
                  {"decode_tokens", cfg.decode_tokens}, {"with_needle", cfg.with_needle},
-                 {"decoding", "greedy (argmax), no stop at EOS"},
+                 {"decoding", "greedy (argmax) for decode_tokens tokens; recall judged on the text before the first end-of-generation token"},
                  {"temperature", 0},       {"n_batch", cfg.n_batch},   {"n_ctx", opts.n_ctx},
                  {"threads", backend.info().threads}, {"claim", cfg.claim}};
   r["arms"] = arms;

@@ -60,7 +60,9 @@ struct NiahEvalConfig {
 //  arms: [{name, role, backend_requested (cfg.backend), backend_used (backend.info()),
 //          timing_scope: "e2e", config: {policy, lines},
 //          samples: [{prompt_id, n_lines, n_prompt_tokens, needle, answer, recall, token_ids,
-//                     text, decode_tokens, resident_kv_bytes, prefill_s, decode_s, e2e_s}],
+//                     text (niah_continuation: up to the first end-of-generation token; recall
+//                     is judged on it), decode_tokens, resident_kv_bytes, prefill_s, decode_s,
+//                     e2e_s}],
 //          aggregates: {recall, resident_kv_bytes_measured: true, resident_kv_bytes_median,
 //                       analytical_bound_bytes (labelled analytical), peak_rss_bytes}}],
 //  comparisons: [{baseline, candidate, metric: "recall", claim: "recall", oracle_recall,

@@ -15,6 +15,11 @@ nlohmann::json model_provenance(const LlamaModel& model) {
   const LlamaHparams& hp = model.hparams();
   nlohmann::json types = nlohmann::json::object();
   for (const auto& [name, count] : model.tensor_type_counts()) types[name] = count;
+  uint64_t n_params = 0, tensor_bytes = 0;  // as llama_model_n_params / llama_model_size count them
+  for (const TensorInfo& t : model.gguf().tensors()) {
+    n_params += static_cast<uint64_t>(t.nelements());
+    tensor_bytes += t.nbytes;
+  }
   return {{"path", model.path()},
           {"sha256", model.gguf().sha256()},
           {"file_size_bytes", model.gguf().file_size()},
@@ -28,10 +33,11 @@ nlohmann::json model_provenance(const LlamaModel& model) {
             {"n_head", hp.n_head},
             {"n_head_kv", hp.n_head_kv},
             {"head_dim", hp.head_dim},
-            {"rope_dim", hp.rope_dim},
-            {"rope_freq_base", hp.rope_freq_base},
+            {"rope", to_json(hp.rope)},
             {"rms_eps", hp.rms_eps}}},
           {"tensor_types", types},
+          {"n_params", n_params},
+          {"tensor_bytes", tensor_bytes},
           {"output_tied", model.weights().output_tied},
           {"synthetic", model.synthetic()}};
 }
@@ -47,7 +53,8 @@ nlohmann::json engine_info(const std::string& backend_requested, const Backend& 
                       {"driver", info.driver},
                       {"kernel_isa", info.kernel_set},
                       {"threads", info.threads},
-                      {"options", info.options}};
+                      {"options", info.options},
+                      {"memory", backend.memory_report()}};
   if (weights != nullptr) j["weights"] = weights->layout;
   return j;
 }

@@ -39,7 +39,9 @@ nlohmann::json report_envelope(const std::string& kind, const std::string& backe
 nlohmann::json arm_backend(const std::string& backend_requested, const Backend& backend);
 
 // {path, sha256 (of the whole file), file_size_bytes, architecture, hparams{...},
-//  tensor_types {"q4_0": 155, "f32": 45}, synthetic (kakeya.synthetic metadata)}.
+//  tensor_types {"q4_0": 155, "f32": 45}, n_params (elements of every tensor) and tensor_bytes
+//  (their bytes: llama.cpp's llama_model_n_params and llama_model_size), output_tied,
+//  synthetic (kakeya.synthetic metadata)}.
 nlohmann::json model_provenance(const LlamaModel& model);
 
 // {version, build, backend (info().name), backend_requested, device, driver, kernel_isa

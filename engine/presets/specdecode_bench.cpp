@@ -181,13 +181,13 @@ Result<json> run_specdecode_bench(const SpecBenchConfig& c, Backend& backend, Ba
   std::vector<ArmRun> arms;
   arms.push_back({"ar", 0});
   for (int k : c.block_sizes) arms.push_back({"spec-k" + std::to_string(k), k});
-  const int32_t eos = tok.eos();
+  const std::vector<int32_t>& eog = tok.eog_ids();  // generate's stop rule (Tokenizer::is_eog)
 
   auto run_arm = [&](const ArmRun& arm, const std::vector<int32_t>& prompt) -> Result<GenerationResult> {
     SpecOptions o;
     o.block_size = std::max(arm.block, 1);
     o.stop.max_new_tokens = c.gen_tokens;
-    o.stop.eos = c.ignore_eos ? -1 : eos;
+    if (!c.ignore_eos) o.stop.eog = eog;
     if (arm.block == 0) return autoregressive_generate(target, prompt, o);
     return speculative_generate(target, *draft, prompt, o);
   };
@@ -314,7 +314,8 @@ Result<json> run_specdecode_bench(const SpecBenchConfig& c, Backend& backend, Ba
                  {"n_ctx", n_ctx},
                  {"temperature", 0},
                  {"decoding", "greedy"},
-                 {"eos", eos},
+                 {"eos", tok.eos()},
+                 {"eog", eog},
                  {"ignore_eos", c.ignore_eos},
                  {"weight_layout", target.weights().layout.value("layout", backend.info().name)},
                  {"runaway_guard", "unit of 1-8 tokens repeated >= 12 times ends generation"},

@@ -48,7 +48,8 @@ struct SpecBenchConfig {
   std::vector<int> verify_sizes = {1, 2, 4, 8, 16};
   int verify_reps = 5;
   std::string temp_dir = "/tmp";       // for the quantized draft copy
-  // Keep decoding past EOS (both arms; the runaway guard still applies), as llama.cpp's
+  // Both arms stop at an end-of-generation token (Tokenizer::is_eog, as generate does) unless
+  // ignore_eos. Keep decoding past EOS (both arms; the runaway guard still applies), as llama.cpp's
   // --ignore-eos: for models that answer in a few tokens (niah-tiny), so a sample decodes
   // gen_tokens and the gate's DECODE_TOKENS rule can judge the run.
   bool ignore_eos = false;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "engine/cpu/quant.h"
 #include "engine/cpu/thread_pool.h"
 #include "engine/gguf.h"
 #include "engine/gguf_writer.h"
@@ -33,17 +34,6 @@ void normal_row(uint64_t seed, uint64_t tensor, uint64_t row, float* out, int64_
     const double r = std::sqrt(-2.0 * std::log(u1));
     out[i] = static_cast<float>(r * std::cos(2.0 * M_PI * u2));
     if (i + 1 < n) out[i + 1] = static_cast<float>(r * std::sin(2.0 * M_PI * u2));
-  }
-}
-
-int file_type_of(GgmlType t) {
-  switch (t) {
-    case GgmlType::F32: return 0;
-    case GgmlType::F16: return 1;
-    case GgmlType::Q4_0: return 2;
-    case GgmlType::Q8_0: return 7;
-    case GgmlType::BF16: return 32;
-    default: return -1;
   }
 }
 
@@ -130,24 +120,29 @@ Status write_synth_model(const SynthOptions& o, const std::string& path) {
                                    ", n_head " + std::to_string(s.n_head) + ", n_head_kv " +
                                    std::to_string(s.n_head_kv));
   }
-  const int fo = file_type_of(o.type);
-  if (fo < 0) {
-    return make_error("unsupported_type", std::string("synth cannot write type ") +
-                                              ggml_type_name(o.type));
+  if (!o.mix && !has_dot_kernels(o.type)) {
+    return make_error("unsupported_type", std::string("synth cannot write type ") + ggml_type_name(o.type));
   }
-  const int64_t block = ggml_block_size(o.type);
+  const int64_t block = o.mix ? 32 : ggml_block_size(o.type);
   if (s.n_embd % block != 0 || s.n_ff % block != 0) {
     return make_error("bad_shape", "n_embd " + std::to_string(s.n_embd) + " and n_ff " +
-                                       std::to_string(s.n_ff) + " must be multiples of " +
-                                       std::to_string(block) + " for " + ggml_type_name(o.type));
+                                       std::to_string(s.n_ff) + " must be multiples of " + std::to_string(block) +
+                                       " for " + (o.mix ? llama_file_type_name(*o.mix) : ggml_type_name(o.type)));
   }
+  const LlamaFileType ftype = o.mix ? *o.mix : llama_file_type_of_pure(o.type);
+  const int n_gqa = static_cast<int>(s.n_head / s.n_head_kv);
+  // The type of a 2-D tensor: the single type, or the mix's rule for its role and layer.
+  auto tensor_type = [&](TensorRole role, int64_t layer, int64_t n_in) -> Result<GgmlType> {
+    if (!o.mix) return o.type;
+    return llama_mix_tensor_type(*o.mix, MixTensor{role, static_cast<int>(layer), static_cast<int>(s.n_layer), n_gqa, n_in});
+  };
   KAKEYA_ASSIGN_OR_RETURN(Vocab vocab, make_vocab(o.vocab_source, s.n_vocab));
   const int64_t hd = s.n_embd / s.n_head;
 
   GgufWriter w;
   w.add_kv("general.architecture", std::string("llama"));
-  w.add_kv("general.name", "kakeya-synth-" + s.name + "-" + ggml_type_name(o.type));
-  w.add_kv("general.file_type", static_cast<uint32_t>(fo));
+  w.add_kv("general.name", "kakeya-synth-" + s.name + "-" + (o.mix ? llama_file_type_name(*o.mix) : ggml_type_name(o.type)));
+  w.add_kv("general.file_type", static_cast<uint32_t>(ftype));
   w.add_kv("llama.context_length", static_cast<uint32_t>(s.n_ctx));
   w.add_kv("llama.embedding_length", static_cast<uint32_t>(s.n_embd));
   w.add_kv("llama.block_count", static_cast<uint32_t>(s.n_layer));
@@ -175,8 +170,8 @@ Status write_synth_model(const SynthOptions& o, const std::string& path) {
   auto pool = std::make_shared<ThreadPool>(o.n_threads);
   uint64_t tensor_id = 0;
   const uint64_t seed = o.seed;
-  auto matrix = [&](const std::string& name, int64_t n_in, int64_t n_out) {
-    const GgmlType type = o.type;
+  auto matrix = [&](const std::string& name, TensorRole role, int64_t layer, int64_t n_in, int64_t n_out) -> Status {
+    KAKEYA_ASSIGN_OR_RETURN(const GgmlType type, tensor_type(role, layer, n_in));
     const uint64_t id = tensor_id++;
     w.add_tensor(name, type, {n_in, n_out},
                  [pool, type, id, seed, n_in, n_out](uint8_t* dst, size_t) -> Status {
@@ -189,11 +184,12 @@ Status write_synth_model(const SynthOptions& o, const std::string& path) {
                      for (size_t r = a; r < b; ++r) {
                        normal_row(seed, id, r, x, n_in);
                        for (int64_t i = 0; i < n_in; ++i) x[i] *= 0.02f;
-                       (void)convert_row(type, x, dst + r * rb, n_in);  // type checked above
+                       (void)convert_row(type, x, dst + r * rb, n_in);  // a storage type: cannot fail
                      }
                    });
                    return ok_status();
                  });
+    return ok_status();
   };
   auto norm = [&](const std::string& name, int64_t n) {
     const uint64_t id = tensor_id++;
@@ -205,21 +201,21 @@ Status write_synth_model(const SynthOptions& o, const std::string& path) {
       return ok_status();
     });
   };
-  matrix("token_embd.weight", s.n_embd, s.n_vocab);
+  KAKEYA_TRY(matrix("token_embd.weight", TensorRole::kTokenEmbd, 0, s.n_embd, s.n_vocab));
   for (int64_t il = 0; il < s.n_layer; ++il) {
     const std::string b = "blk." + std::to_string(il) + ".";
     norm(b + "attn_norm.weight", s.n_embd);
-    matrix(b + "attn_q.weight", s.n_embd, s.n_head * hd);
-    matrix(b + "attn_k.weight", s.n_embd, s.n_head_kv * hd);
-    matrix(b + "attn_v.weight", s.n_embd, s.n_head_kv * hd);
-    matrix(b + "attn_output.weight", s.n_head * hd, s.n_embd);
+    KAKEYA_TRY(matrix(b + "attn_q.weight", TensorRole::kAttnQ, il, s.n_embd, s.n_head * hd));
+    KAKEYA_TRY(matrix(b + "attn_k.weight", TensorRole::kAttnK, il, s.n_embd, s.n_head_kv * hd));
+    KAKEYA_TRY(matrix(b + "attn_v.weight", TensorRole::kAttnV, il, s.n_embd, s.n_head_kv * hd));
+    KAKEYA_TRY(matrix(b + "attn_output.weight", TensorRole::kAttnOutput, il, s.n_head * hd, s.n_embd));
     norm(b + "ffn_norm.weight", s.n_embd);
-    matrix(b + "ffn_gate.weight", s.n_embd, s.n_ff);
-    matrix(b + "ffn_up.weight", s.n_embd, s.n_ff);
-    matrix(b + "ffn_down.weight", s.n_ff, s.n_embd);
+    KAKEYA_TRY(matrix(b + "ffn_gate.weight", TensorRole::kFfnGate, il, s.n_embd, s.n_ff));
+    KAKEYA_TRY(matrix(b + "ffn_up.weight", TensorRole::kFfnUp, il, s.n_embd, s.n_ff));
+    KAKEYA_TRY(matrix(b + "ffn_down.weight", TensorRole::kFfnDown, il, s.n_ff, s.n_embd));
   }
   norm("output_norm.weight", s.n_embd);
-  matrix("output.weight", s.n_embd, s.n_vocab);
+  KAKEYA_TRY(matrix("output.weight", TensorRole::kOutput, 0, s.n_embd, s.n_vocab));
   return w.write(path);
 }
 

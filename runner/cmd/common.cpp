@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 
 #include "bridge/json_text.h"
 #include "bridge/utf8.h"
+#include "runner/device_labels.h"
 #include "runner/log_fields.h"
 
 namespace kakeya::runner::cmd {
@@ -76,6 +78,13 @@ std::unique_ptr<Loaded> load_all(const CommonOptions& o) {
     std::cerr << "kakeya-runner: config: " << bridge::printable(cfg.error().message) << "\n";
     return nullptr;
   }
+  // Hardware labels (vulkan) come from the devices found now, never from the config.
+  std::string why;
+  const auto detected = detect_device_labels(cfg.value(), &why);
+  const bool configured = std::find(cfg->labels.begin(), cfg->labels.end(), "vulkan") != cfg->labels.end();
+  if (configured && detected.empty()) spdlog::warn("label 'vulkan' dropped: {}", why);
+  if (!detected.empty()) spdlog::info("label 'vulkan': {}", bridge::printable(why.substr(0, why.find('\n'))));
+  apply_device_labels(cfg.value(), detected);
   auto catalog = bridge::PresetCatalog::load_file(cfg->catalog_path);
   if (!catalog.ok()) {
     std::cerr << "kakeya-runner: catalog: " << bridge::printable(catalog.error().message) << "\n";

@@ -30,6 +30,22 @@ inline Backend& cpu(int threads = 2, const std::string& mode = "auto", const std
   return *b;
 }
 
+// The Vulkan backend on the default device, opened once; nullptr when this build or machine has
+// none (then *why says why, for GTEST_SKIP).
+inline Backend* vulkan(std::string* why = nullptr) {
+  static std::string reason;
+  static std::unique_ptr<Backend> b = [] {
+    auto opened = open_backend("vulkan", BackendOptions{1});
+    if (!opened.ok()) {
+      reason = opened.error().str();
+      return std::unique_ptr<Backend>();
+    }
+    return std::move(opened).value();
+  }();
+  if (why != nullptr) *why = reason;
+  return b.get();
+}
+
 // A context (the test fails, and this returns nullptr, when it cannot be made).
 inline std::unique_ptr<LlamaContext> context(const LlamaModel& model, Backend& backend, size_t n_ctx = 0,
                                              size_t n_batch = 512) {

@@ -459,18 +459,46 @@ TEST(Gguf, BadAlignmentRejected) {
 
 TEST(Gguf, UnsupportedTensorTypeNamesTheTensor) {
   Builder b;
-  b.header(3, 1, 0).tensor("blk.0.attn_q.weight", {32, 2}, 3, 0).pad(32);
-  b.bytes.resize(b.bytes.size() + 64);
+  b.header(3, 1, 0).tensor("blk.0.attn_q.weight", {256, 2}, 16, 0).pad(32);
+  b.bytes.resize(b.bytes.size() + 512);
   auto f = b.parse();
   ASSERT_FALSE(f.ok());
   EXPECT_EQ(f.error().code, "unsupported_type");
   EXPECT_NE(f.error().message.find("'blk.0.attn_q.weight'"), std::string::npos) << f.error().message;
-  EXPECT_NE(f.error().message.find("q4_1"), std::string::npos) << f.error().message;
+  EXPECT_NE(f.error().message.find("16 (iq2_xxs)"), std::string::npos) << f.error().message;
   EXPECT_EQ(f.error().message.rfind("offset ", 0), 0u) << f.error().message;
-  Builder q8k;
-  q8k.header(3, 1, 0).tensor("x", {256}, 15, 0).pad(32);
-  q8k.bytes.resize(q8k.bytes.size() + 292);
-  EXPECT_EQ(q8k.parse().error().code, "unsupported_type");
+  // The activation-only formats are not storage types.
+  for (auto [id, block_bytes] : {std::pair<uint32_t, size_t>{15, 292}, {9, 36}}) {
+    Builder act;
+    act.header(3, 1, 0).tensor("x", {256}, id, 0).pad(32);
+    act.bytes.resize(act.bytes.size() + 8 * block_bytes);
+    auto r = act.parse();
+    ASSERT_FALSE(r.ok()) << id;
+    EXPECT_EQ(r.error().code, "unsupported_type");
+    EXPECT_NE(r.error().message.find("activation-only"), std::string::npos) << r.error().message;
+  }
+}
+
+// Every tensor type the engine executes is accepted, with its block geometry checked.
+TEST(Gguf, AcceptsEveryStorageTypeAndChecksItsBlockSize) {
+  for (GgmlType type : ggml_storage_types()) {
+    SCOPED_TRACE(ggml_type_name(type));
+    const int64_t bs = ggml_block_size(type);
+    Builder ok;
+    ok.header(3, 1, 0).tensor("w", {static_cast<uint64_t>(bs * 2), 3}, static_cast<uint32_t>(type), 0).pad(32);
+    ok.bytes.resize(ok.bytes.size() + ggml_row_bytes(type, bs * 2) * 3);
+    auto f = ok.parse();
+    ASSERT_TRUE(f.ok()) << f.error().str();
+    EXPECT_EQ(f->find_tensor("w")->type, type);
+    EXPECT_EQ(f->find_tensor("w")->nbytes, ggml_row_bytes(type, bs * 2) * 3);
+    if (bs == 1) continue;
+    Builder bad;
+    bad.header(3, 1, 0).tensor("w", {static_cast<uint64_t>(bs + bs / 2), 1}, static_cast<uint32_t>(type), 0).pad(32);
+    bad.bytes.resize(bad.bytes.size() + 4096);
+    auto r = bad.parse();
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("block size " + std::to_string(bs)), std::string::npos) << r.error().message;
+  }
 }
 
 TEST(Gguf, TensorShapeErrors) {

@@ -84,8 +84,8 @@ std::vector<float> reference_logits(const LlamaModel& m, const std::vector<int32
       q[t] = matvec_ref(L.wq, n);
       k[t] = matvec_ref(L.wk, n);
       v[t] = matvec_ref(L.wv, n);
-      rope_ref(q[t].data(), hp.n_head, hp.head_dim, hp.rope_dim, hp.rope_freq_base, static_cast<int>(t));
-      rope_ref(k[t].data(), hp.n_head_kv, hp.head_dim, hp.rope_dim, hp.rope_freq_base, static_cast<int>(t));
+      rope_ref(q[t].data(), hp.n_head, hp.head_dim, hp.rope.n_dims, hp.rope.freq_base, static_cast<int>(t));
+      rope_ref(k[t].data(), hp.n_head_kv, hp.head_dim, hp.rope.n_dims, hp.rope.freq_base, static_cast<int>(t));
     }
     for (size_t i = 0; i < T; ++i) {
       std::vector<float> att(static_cast<size_t>(hp.n_head) * HD, 0.0f);

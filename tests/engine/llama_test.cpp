@@ -90,7 +90,9 @@ TEST(Llama, Stories260kGreedyFromBosMatchesGolden) {
   EXPECT_EQ(hp.n_embd, 64);
   EXPECT_EQ(hp.n_layer, 5);
   EXPECT_EQ(hp.n_head_kv, 4);
-  EXPECT_EQ(hp.rope_freq_base, 10000.0f);
+  EXPECT_EQ(hp.rope.freq_base, 10000.0f);
+  EXPECT_EQ(hp.rope.layout, RopeLayout::kNormal);
+  EXPECT_EQ(hp.rope.freq_scale, 1.0f);
   const auto expected = stories_golden_ids();
   ASSERT_EQ(expected.size(), 200u);
   for (int threads : {1, 2}) {
@@ -122,6 +124,7 @@ struct SynthCase {
   const char* type;
   float decode_tol;   // token-by-token (decode path: activations converted like ggml)
   float batched_tol;  // one batched sgemm eval (f32 activations)
+  bool shared = false;  // the file is in ../shared/reference ("More tensor types"), not bundled
 };
 
 class SynthReference : public ::testing::TestWithParam<SynthCase> {};
@@ -156,7 +159,10 @@ void expect_rows_close(const std::vector<float>& got, const json& ref_logits, fl
 TEST_P(SynthReference, LogitsAndGreedyMatchLlamaCpp) {
   const SynthCase c = GetParam();
   const std::string name = std::string("synth-llama-256-") + c.type;
-  const auto dir = testing::data_dir() / "reference";
+  if (c.shared) {
+    if (const std::string why = testing::shared_dir_missing("reference"); !why.empty()) GTEST_SKIP() << why;
+  }
+  const auto dir = (c.shared ? testing::shared_dir() : testing::data_dir()) / "reference";
   const json ref = load_json(dir / (name + ".ref.json"));
   const auto& model = load_cached((dir / (name + ".gguf")).string());
   ASSERT_EQ(model.hparams().n_ff, 512);
@@ -199,7 +205,16 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, SynthReference,
                                            SynthCase{"q8_0", 1e-3f, 5e-2f},
                                            SynthCase{"q6_k", 1e-3f, 5e-2f},
                                            SynthCase{"q4_k", 1e-3f, 5e-2f},
-                                           SynthCase{"q4_0", 1e-3f, 5e-2f}),
+                                           SynthCase{"q4_0", 1e-3f, 5e-2f},
+                                           // "More tensor types": kernels that round like ggml's x86 code
+                                           SynthCase{"q4_1", 1e-5f, 5e-2f, true},
+                                           SynthCase{"q5_0", 1e-5f, 5e-2f, true},
+                                           SynthCase{"q5_1", 1e-5f, 5e-2f, true},
+                                           SynthCase{"q2_k", 1e-5f, 5e-2f, true},
+                                           SynthCase{"q3_k", 1e-5f, 5e-2f, true},
+                                           SynthCase{"q5_k", 1e-5f, 5e-2f, true},
+                                           SynthCase{"iq4_nl", 1e-5f, 5e-2f, true},
+                                           SynthCase{"iq4_xs", 1e-5f, 5e-2f, true}),
                          [](const ::testing::TestParamInfo<SynthCase>& p) { return std::string(p.param.type); });
 
 TEST(Llama, BatchedPrefillEqualsTokenByTokenAndChunking) {
@@ -222,8 +237,17 @@ TEST(Llama, BatchedPrefillEqualsTokenByTokenAndChunking) {
 // logits must be bit-identical to token-by-token decode. The 256-wide synthetic models have
 // matrices of several tiles (e.g. 512 output rows of 1 KiB in F32).
 TEST(Llama, QuantizedActivationBatchIsBitIdenticalToDecode) {
-  for (const char* type : {"f32", "f16", "q8_0", "q4_0", "q4_k"}) {
-    const auto path = testing::data_dir() / "reference" / (std::string("synth-llama-256-") + type + ".gguf");
+  std::vector<std::filesystem::path> files;
+  for (const char* type : {"f32", "f16", "q8_0", "q4_0", "q4_k"})
+    files.push_back(testing::data_dir() / "reference" / (std::string("synth-llama-256-") + type + ".gguf"));
+  if (testing::shared_dir_missing("reference").empty()) {
+    for (const char* type : {"q4_1", "q5_0", "q5_1", "q2_k", "q3_k", "q5_k", "iq4_nl", "iq4_xs"})
+      files.push_back(testing::shared_dir() / "reference" / (std::string("synth-llama-256-") + type + ".gguf"));
+  } else {
+    std::printf("  the eight shared files skipped: %s\n", testing::shared_dir_missing("reference").c_str());
+  }
+  for (const auto& path : files) {
+    const std::string type = path.stem().string();
     const auto& model = load_cached(path.string());
     const std::vector<int32_t> prompt = {1, 17, 300, 42, 99, 511, 7, 250, 3};
     auto one = test::context(model, test::cpu(2), 64);

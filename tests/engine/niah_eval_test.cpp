@@ -130,6 +130,20 @@ TEST(NiahEval, NeedlelessWorkloadReportsNullRecallAndNoClaims) {
   EXPECT_TRUE(bridge::evaluate_gate(*r, {}).passed);
 }
 
+// Recall is judged on what the model wrote before ending its turn (generate's stop rule).
+TEST(NiahEval, ContinuationEndsAtTheFirstEndOfGenerationToken) {
+  const Tokenizer& tok = niah_tiny().tok;
+  std::vector<int32_t> ids = tok.encode(" MAPLE-7890 is it", false);
+  const std::string before = tok.decode(ids);
+  ids.push_back(tok.eos());
+  const std::vector<int32_t> after = tok.encode(" IOTA-8961", false);
+  ids.insert(ids.end(), after.begin(), after.end());
+  EXPECT_EQ(niah_continuation(tok, ids), before);
+  EXPECT_TRUE(niah_recalled(niah_continuation(tok, ids), "MAPLE-7890"));
+  EXPECT_FALSE(niah_recalled(niah_continuation(tok, ids), "IOTA-8961"));
+  EXPECT_EQ(niah_continuation(tok, after), tok.decode(after)) << "no end-of-generation token: all of it";
+}
+
 TEST(NiahEval, RejectsConfigWithoutOracle) {
   NiahEvalConfig cfg;
   cfg.arms = {{"sw", "candidate", sink_window({})}};

@@ -96,6 +96,7 @@ TEST(SpecBench, IgnoreEosDecodesPastTheAnswer) {
     ASSERT_TRUE(r.ok()) << r.error().str();
     EXPECT_TRUE(r.value()["lossless"]["equal"].get<bool>());
     EXPECT_EQ(r.value()["config"]["ignore_eos"], ignore);
+    EXPECT_EQ(r.value()["config"]["eog"], std::vector<int32_t>{2}) << "the tokenizer's end-of-generation set";
     size_t eos_stops = 0;
     for (const auto& arm : r.value()["arms"])
       for (const auto& s : arm["samples"]) eos_stops += s["stop"] == "eos" ? 1 : 0;

@@ -187,7 +187,7 @@ TEST(Speculative, EosEndsGenerationAtTheSameToken) {
   const size_t first = static_cast<size_t>(
       std::find(full->tokens.begin(), full->tokens.end(), eos) - full->tokens.begin());
   SpecOptions o = greedy_options(4, 40);
-  o.stop.eos = eos;
+  o.stop.eog = {-7, eos};  // any id of the end-of-generation set stops it
   auto draft = make_draft_source("quant:q8_0", target, {});
   ASSERT_TRUE(draft.ok());
   auto ar = autoregressive_generate(target, prompt, o);

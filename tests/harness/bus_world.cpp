@@ -93,8 +93,16 @@ BusWorld::BusWorld(Transport t) : transport_(t) {
   cat << "version: 1\n"
          // ASAN_OPTIONS reaches env-probe jobs so sanitizer builds of the engine run with the
          // suite's sanitizer settings (scripts/test.sh); it is unset in normal builds.
-         "env_allowlist: [KAKEYA_TEST_LEDGER, KAKEYA_TEST_SECRET, ASAN_OPTIONS]\n"
+         "env_allowlist: [KAKEYA_TEST_LEDGER, KAKEYA_TEST_SECRET, ASAN_OPTIONS, VK_ICD_FILENAMES]\n"
          "presets:\n"
+         "  - name: probe-backend\n"
+         "    description: env-probe on a chosen engine backend (vulkan requests on hosts without a device)\n"
+         "    argv: [kakeya-engine, env-probe, --backend, \"{backend}\", --threads, \"1\", --out, \"${OUT}\"]\n"
+         "    params:\n"
+         "      backend: {kind: enum, values: [cpu, vulkan], default: cpu}\n"
+         "    env: [ASAN_OPTIONS, VK_ICD_FILENAMES]\n"
+         "    timeout_s: 120\n"
+         "    outputs: [report.json]\n"
          "  - name: env-probe\n"
          "    description: Describe the runner machine\n"
          "    argv: [kakeya-engine, env-probe, --out, \"${OUT}\"]\n"

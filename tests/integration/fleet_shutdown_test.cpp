@@ -26,7 +26,10 @@ json runner_entry(BusWorld& w, const std::string& id) {
 
 TEST(FleetShutdown, SigtermDrainsThenSecondSigtermCancels) {
   BusWorld world(Transport::GitDaemon);
-  auto r1 = world.start_runner("r1", {{"labels", "[cpu, fast]"}, {"heartbeat_s", "0.5"}});
+  // No Vulkan driver for this runner (the host may have lavapipe): its labels are exactly the
+  // configured ones, without a detected `vulkan`.
+  auto r1 = world.start_runner("r1", {{"labels", "[cpu, fast]"}, {"heartbeat_s", "0.5"}},
+                               {{"VK_ICD_FILENAMES", "/nonexistent/kakeya_icd.json"}});
   const std::string a = world.request({"test-job", "-p", "sleep_ms=2500"});
   ASSERT_TRUE(wait_until([&] { return count_of(world.ledger_nonces(), nonce_of(a, "test-job")) == 1; }, 30))
       << r1->log();

@@ -96,6 +96,26 @@ TEST(PresetArgv, GeneratePromptThatLooksLikeAnOptionIsThePrompt) {
   }
 }
 
+// The perplexity preset scores the registry's text (role ppl_text) as llama-perplexity does.
+TEST(PresetArgv, PerplexityPresetScoresTheRegistryText) {
+  const auto catalog = shipped_catalog();
+  const bridge::PresetSpec* ppl = catalog.find("perplexity");
+  ASSERT_NE(ppl, nullptr);
+  TempDir out;
+  const PresetRun r = run_preset(*ppl, json{{"ctx", 64}, {"threads", 1}}, out.path(),
+                                 {{"target", (models_dir() / "stories260K-f32.gguf").string()},
+                                  {"ppl_text", (data_dir() / "perplexity" / "story.txt").string()}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(out.path() / "report.json");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto report = bridge::parse_json_strict(ss.str());
+  ASSERT_TRUE(report.ok()) << report.error().str();
+  EXPECT_EQ(report->at("kind"), "perplexity");
+  EXPECT_EQ(report->at("n_chunk"), 13);
+  EXPECT_NEAR(report->at("aggregates").at("ppl").get<double>(), 5.0112, 6e-5);  // llama-perplexity -c 64
+}
+
 // Values beginning with `-` that a parameter accepts, for the structural check below.
 std::vector<json> dash_values(const bridge::ParamSpec& p) {
   switch (p.kind) {

@@ -19,7 +19,9 @@ namespace fs = std::filesystem;
 
 struct EngineRun {
   const char* kind;
-  std::vector<std::string> args;  // after the subcommand; "{stories}"/"{niah}" name the bundled models
+  // After the subcommand; "{stories}"/"{niah}" name the bundled models, "{story_text}" the
+  // perplexity test text.
+  std::vector<std::string> args;
   bool has_model;
 };
 
@@ -34,6 +36,8 @@ TEST_P(ReportContract, EngineReportHasTheEnvelope) {
       argv.push_back((models_dir() / "stories260K-f32.gguf").string());
     } else if (a == "{niah}") {
       argv.push_back((models_dir() / "niah-tiny-f32.gguf").string());
+    } else if (a == "{story_text}") {
+      argv.push_back((data_dir() / "perplexity" / "story.txt").string());
     } else {
       argv.push_back(a);
     }
@@ -69,7 +73,9 @@ INSTANTIATE_TEST_SUITE_P(
         EngineRun{"kv-quant-eval",
                   {"--model", "{niah}", "--lines", "20", "--samples", "1", "--decode-tokens", "4", "--threads", "1"},
                   true},
-        EngineRun{"backend-parity", {"--model", "{stories}", "--prompts", "hi"}, true}),
+        EngineRun{"backend-parity", {"--model", "{stories}", "--prompts", "hi"}, true},
+        EngineRun{"perplexity", {"--model", "{stories}", "--file", "{story_text}", "--ctx", "64", "--chunks", "2"},
+                  true}),
     [](const ::testing::TestParamInfo<EngineRun>& param) {
       std::string name = param.param.kind;
       std::replace(name.begin(), name.end(), '-', '_');
