@@ -7,7 +7,8 @@
 //     poll (advertisement + fetch of every branch), of a steady poll (advertisement only), of
 //     `gc` itself, and of a poll after `gc`. Bytes are counted by a loopback proxy.
 //  3. Issue-2 measure: env-probe request->claim latency and full round trip (poll interval 1 s).
-// Usage: kakeya_fleet_bench [--requests N] [--branches K] [--probes P] [--out FILE]
+//  `gc` deletes in batches (client::kGcBatchRefs refs per push, each a CAS on its observed oid).
+// Usage: kakeya_fleet_bench [--requests N] [--branches K] [--probes P] [--only SECTION,...] [--out FILE]
 #include <signal.h>
 
 #include <algorithm>
@@ -208,15 +209,21 @@ int main(int argc, char** argv) {
   app.add_option("--branches", branches, "Finished request branches for the discovery measure");
   app.add_option("--probes", probes, "env-probe round trips");
   app.add_option("--out", out, "Output JSON file");
+  std::vector<std::string> only{"throughput", "discovery", "env_probe"};
+  app.add_option("--only", only, "Sections to run (default all)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"throughput", "discovery", "env_probe"}));
   CLI11_PARSE(app, argc, argv);
+  auto wanted = [&](const char* section) { return std::find(only.begin(), only.end(), section) != only.end(); };
   spdlog::set_level(spdlog::level::warn);
   json doc{{"bench", "fleet"}, {"transport", "smart_http (lighttpd + git http-backend, loopback)"},
            {"hardware_threads", std::thread::hardware_concurrency()}};
   for (int n : {1, 2, 4}) {
+    if (!wanted("throughput")) break;
     doc["throughput"].push_back(throughput(n, requests));
     std::cerr << doc["throughput"].back().dump() << "\n";
   }
-  {  // Discovery cost with many finished branches, before and after gc.
+  if (wanted("discovery")) {  // Discovery cost with many finished branches, before and after gc.
     World w;
     auto proxy = testing::FaultProxy::start(w.http->port());
     w.remote_via_proxy = w.remote;
@@ -252,13 +259,13 @@ int main(int argc, char** argv) {
     if (rep.ok()) {
       for (const auto& e : rep->candidates) deleted += e.outcome == "deleted" ? 1 : 0;
     }
-    disc["gc"] = {{"seconds", secs(t0, clk::now())}, {"deleted", deleted},
+    disc["gc"] = {{"seconds", secs(t0, clk::now())}, {"deleted", deleted}, {"refs_per_push", client::kGcBatchRefs},
                   {"bytes", proxy->bytes_to_client() + proxy->bytes_to_server() - b0}};
     disc["polls_after_gc"] = timed_poll(w, "d2", *proxy);
     doc["discovery"] = disc;
     std::cerr << disc.dump() << "\n";
   }
-  {  // Issue-2 measure: env-probe, poll interval 1 s.
+  if (wanted("env_probe")) {  // Issue-2 measure: env-probe, poll interval 1 s.
     World w;
     w.start_runner("p1", 1.0);
     std::vector<double> c, d;

@@ -65,6 +65,11 @@ void fill_independent_fields(Credentials& c) {
   }
   c.ssh_passphrase = env_or_empty("KAKEYA_GIT_SSH_PASSPHRASE");
   c.ca_bundle = env_or_empty("KAKEYA_GIT_CA_BUNDLE");
+  c.ssh_known_hosts = env_or_empty("KAKEYA_GIT_SSH_KNOWN_HOSTS");
+  if (c.ssh_known_hosts.empty()) {
+    const std::string home = env_or_empty("HOME");
+    if (!home.empty()) c.ssh_known_hosts = home + "/.ssh/known_hosts";
+  }
 }
 
 }  // namespace

@@ -19,6 +19,9 @@ struct Credentials {
   // "KAKEYA_GIT_TOKEN", "KAKEYA_GIT_TOKEN_FILE (<path>)", "credentials file <path> line N" or
   // "none (anonymous)"; then ", ssh key <path>" when KAKEYA_GIT_SSH_KEY is set.
   std::string source;
+  // OpenSSH known_hosts file that pins ssh:// servers' host keys (bridge/known_hosts.h); an
+  // unknown, changed or revoked host key refuses the connection before any credential is sent.
+  std::string ssh_known_hosts;
 };
 
 // Loads credentials for `remote_url`, first source that applies wins:
@@ -33,7 +36,8 @@ struct Credentials {
 // A remote URL that embeds a password or token (`https://user:token@host/...`) is refused with
 // `credentials_in_url`: it would be written to logs, caches and status files.
 // Independently of the source: KAKEYA_GIT_SSH_KEY (private key path; public key = path + ".pub" when
-// that file exists), KAKEYA_GIT_SSH_PASSPHRASE, KAKEYA_GIT_CA_BUNDLE fill the ssh/CA fields.
+// that file exists), KAKEYA_GIT_SSH_PASSPHRASE, KAKEYA_GIT_CA_BUNDLE fill the ssh/CA fields;
+// KAKEYA_GIT_SSH_KNOWN_HOSTS names the known_hosts file (default $HOME/.ssh/known_hosts).
 // Errors (`credentials_file`, `bad_credentials_line`, `bad_remote_url`) name the file and line
 // number, never the token.
 Result<Credentials> load_credentials(const std::string& remote_url,

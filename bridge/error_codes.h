@@ -86,6 +86,15 @@ namespace kakeya {
   X(kCredentialsConflict, "credentials_conflict", "two sources of credentials disagree")           \
   X(kBadCredentialsLine, "bad_credentials_line", "a credentials file line that cannot be parsed") \
   X(kCredentialsInUrl, "credentials_in_url", "a remote URL that embeds a password or token")       \
+  X(kHostKeyUnknown, "host_key_unknown", "the SSH server's host key is not in known_hosts")          \
+  X(kHostKeyMismatch, "host_key_mismatch", "the SSH server's host key differs from known_hosts, or is revoked") \
+  /* provenance: SSH keys and signatures */                                                        \
+  X(kBadKey, "bad_key", "an SSH key, signature or allowed-signers line that cannot be parsed or used") \
+  X(kNotSigned, "not_signed", "a commit that must be signed carries no signature")                 \
+  X(kBadSignature, "bad_signature", "a signature that does not verify over what it claims to sign") \
+  X(kUntrustedSigner, "untrusted_signer", "a good signature by a key the allowed-signers file does not allow") \
+  X(kUnauthorisedSigner, "unauthorised_signer", "an allowed signer who may not run the requested preset") \
+  X(kTampered, "tampered", "run files changed by a commit no runner signed")                       \
   /* the client */                                                                                 \
   X(kUsage, "usage", "a command line that cannot be parsed")                                       \
   X(kNoRemote, "no_remote", "no remote configured")                                                \

@@ -1,5 +1,9 @@
 #include "bridge/git_session.h"
 
+#include "bridge/credentials.h"
+#include "bridge/known_hosts.h"
+#include "bridge/ssh_key.h"
+
 namespace kakeya::bridge {
 
 RemoteSession::RemoteSession(const Credentials& creds, const GitBusOptions& opts, std::string redacted_url)
@@ -12,6 +16,7 @@ RemoteSession::RemoteSession(const Credentials& creds, const GitBusOptions& opts
   callbacks_.pack_progress = &RemoteSession::on_pack;
   callbacks_.push_transfer_progress = &RemoteSession::on_push_transfer;
   callbacks_.push_update_reference = &RemoteSession::on_push_update_reference;
+  callbacks_.certificate_check = &RemoteSession::on_certificate_check;
   callbacks_.payload = this;
 }
 
@@ -22,6 +27,12 @@ Result<std::unique_ptr<RemoteSession>> RemoteSession::connect(git_repository* re
   install_deadline_stream();
   std::unique_ptr<RemoteSession> s(new RemoteSession(creds, opts, redact_url(url)));
   s->net_deadline_.emplace(s->deadline_, &s->timed_out_);
+  if (auto parts = parse_url(url); parts.ok()) {
+    const std::size_t colon = parts->host.rfind(':');
+    if (colon != std::string::npos && parts->host.find(']') == std::string::npos) {
+      s->ssh_port_ = std::atoi(parts->host.c_str() + colon + 1);
+    }
+  }
   git_remote* raw = nullptr;
   if (git_remote_create_anonymous(&raw, repo, url.c_str()) != 0) {
     return git::last_error(errc::kTransport, "cannot create remote for " + s->redacted_url_);
@@ -76,6 +87,7 @@ Result<std::vector<RemoteRef>> RemoteSession::advertisement() {
 }
 
 Error RemoteSession::failure(ErrorCode fallback_code, const std::string& what) const {
+  if (host_key_error_) return make_error(host_key_error_->code, what + " on " + redacted_url_ + ": " + host_key_error_->message);
   if (auth_failed_) {
     return make_error(errc::kAuthFailed, "authentication to " + redacted_url_ + " failed (" + what + "): " + auth_detail_);
   }
@@ -87,7 +99,7 @@ Error RemoteSession::failure(ErrorCode fallback_code, const std::string& what) c
 }
 
 bool RemoteSession::transport_failed() const {
-  if (auth_failed_ || timed_out_) return true;
+  if (auth_failed_ || timed_out_ || host_key_error_) return true;
   const git_error* e = git_error_last();
   if (e == nullptr) return false;
   switch (e->klass) {
@@ -155,6 +167,42 @@ int RemoteSession::on_push_update_reference(const char* refname, const char* sta
   auto* s = static_cast<RemoteSession*>(payload);
   s->push_status_[refname] = status == nullptr ? std::nullopt : std::optional<std::string>(status);
   return 0;
+}
+
+int RemoteSession::on_certificate_check(git_cert* cert, int /*valid*/, const char* host, void* payload) {
+  auto* s = static_cast<RemoteSession*>(payload);
+  if (cert == nullptr || cert->cert_type != GIT_CERT_HOSTKEY_LIBSSH2) return GIT_PASSTHROUGH;
+  const auto* hk = reinterpret_cast<const git_cert_hostkey*>(cert);
+  const std::string name = host != nullptr ? host : "";
+  auto refuse = [&](ErrorCode code, const std::string& why) {
+    s->host_key_error_ = make_error(code, why);
+    git_error_set_str(GIT_ERROR_SSH, why.c_str());
+    return GIT_ECERTIFICATE;
+  };
+  if ((hk->type & GIT_CERT_SSH_RAW) == 0 || hk->hostkey == nullptr) {
+    return refuse(errc::kHostKeyUnknown, "the SSH transport did not expose the host key of " + name +
+                                             ", so it cannot be checked against known_hosts");
+  }
+  auto key = parse_public_key_blob(std::string_view(hk->hostkey, hk->hostkey_len));
+  if (!key.ok()) return refuse(errc::kHostKeyUnknown, "the host key of " + name + " cannot be read: " + key.error().message);
+  const std::string file = s->creds_.ssh_known_hosts;
+  if (file.empty()) {
+    return refuse(errc::kHostKeyUnknown, "no known_hosts file to check the host key of " + name +
+                                             " (set KAKEYA_GIT_SSH_KNOWN_HOSTS or HOME)");
+  }
+  const HostKeyCheck check = check_known_host(file, name, s->ssh_port_, *key);
+  switch (check.verdict) {
+    case HostKeyVerdict::Known:
+      return 0;
+    case HostKeyVerdict::Unknown:
+      return refuse(errc::kHostKeyUnknown, "host key not pinned: " + check.detail +
+                                               "; add the server's key (ssh-keyscan, checked out of band) to " + file);
+    case HostKeyVerdict::Changed:
+      return refuse(errc::kHostKeyMismatch, "HOST KEY CHANGED, refusing to connect: " + check.detail);
+    case HostKeyVerdict::Revoked:
+      return refuse(errc::kHostKeyMismatch, "revoked host key, refusing to connect: " + check.detail);
+  }
+  return refuse(errc::kHostKeyUnknown, "host key of " + name + " not checked");
 }
 
 }  // namespace kakeya::bridge

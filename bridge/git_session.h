@@ -64,6 +64,10 @@ class RemoteSession {
   static int on_pack(int stage, uint32_t current, uint32_t total, void* payload);
   static int on_push_transfer(unsigned int current, unsigned int total, size_t bytes, void* payload);
   static int on_push_update_reference(const char* refname, const char* status, void* payload);
+  // SSH: pins the server's host key against creds.ssh_known_hosts (bridge/known_hosts.h); an
+  // unknown, changed or revoked key refuses the connection (host_key_error_ says why). Other
+  // certificates (TLS) pass through to libgit2's own verification.
+  static int on_certificate_check(git_cert* cert, int valid, const char* host, void* payload);
   static int check_deadline(void* payload);
 
   const Credentials& creds_;
@@ -75,6 +79,8 @@ class RemoteSession {
   int auth_attempts_ = 0;
   bool auth_failed_ = false;
   std::string auth_detail_;
+  int ssh_port_ = 22;                       // of an ssh:// URL (known_hosts looks up [host]:port)
+  std::optional<Error> host_key_error_;     // set when on_certificate_check refused the host key
   std::atomic<bool> timed_out_{false};
   std::map<std::string, std::optional<std::string>> push_status_;
 

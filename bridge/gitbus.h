@@ -48,6 +48,29 @@ struct AdvertisementStats {
 
 struct CommitAuthor {
   std::string name, email;  // used as author and committer; time = now
+  // When set, make_commit signs the commit with this SSH key the way git does with
+  // gpg.format=ssh (bridge/ssh_signature.h: `ssh-keygen -Y sign -n git`, the armored SSHSIG in
+  // the commit's gpgsig header), so `git verify-commit` with an allowed-signers file checks it.
+  // A private key file, or a public key file whose private half is in ssh-agent. Empty: unsigned.
+  std::filesystem::path signing_key;
+};
+
+// One commit as the cache holds it (read_commit).
+struct CommitInfo {
+  std::string oid;
+  std::vector<std::string> parents;       // oids, in order
+  std::string tree;                       // the root tree's oid
+  int64_t committer_time = 0;             // the committer date, seconds since the Unix epoch
+  std::string author_name, author_email;
+  std::string summary;                    // the message's first line
+  std::optional<std::string> signature;   // the gpgsig header's text; nullopt when unsigned
+  std::string signed_payload;             // the commit without its gpgsig header: what the signature covers
+};
+
+// One compare-and-swap delete of delete_cas_many.
+struct RefExpectation {
+  std::string ref;           // full ref name
+  std::string expected_old;  // the oid the deletion is conditional on
 };
 
 // One path edit for make_commit. `path` is '/'-separated, relative to the tree root, with no empty,
@@ -61,6 +84,10 @@ struct FileChange {
 // Lost = the compare-and-swap did not happen (ref moved, already exists, or the server rejected the
 // update). Not an error: the caller refetches and decides.
 enum class PushOutcome { Won, Lost };
+
+// Refspecs of one fetch download (a longer want list is split; 10 000 in one request broke the
+// smart-HTTP connection in the fleet bench).
+inline constexpr std::size_t kFetchBatchRefs = 1000;
 
 struct GitBusOptions {
   int max_auth_attempts = 2;  // credential callback invocations per operation before `auth_failed`
@@ -94,9 +121,12 @@ class GitBus {
   Result<std::vector<RemoteRef>> ls_remote(std::string_view prefix = "refs/heads/", AdvertisementStats* stats = nullptr);
 
   // Fetches the given full ref names (refs/heads/...) with explicit refspecs
-  // `+refs/heads/x:refs/kakeya/remote/heads/x` into the cache over one connection. Returns
-  // ref -> oid for the refs the remote has; refs absent on the remote are left out of the map (and
-  // their tracking refs in the cache are deleted). An empty `refs` makes no connection.
+  // `+refs/heads/x:refs/kakeya/remote/heads/x` into the cache: one advertisement, then only the
+  // commits the cache lacks, one refspec per distinct commit, kFetchBatchRefs refspecs per
+  // download (one connection for up to that many new commits; the tracking refs of refs whose
+  // commit was already present are set directly). Returns ref -> oid for the refs the remote has;
+  // refs absent on the remote are left out of the map (and their tracking refs in the cache are
+  // deleted). An empty `refs` makes no connection.
   Result<std::map<std::string, std::string>> fetch(const std::vector<std::string>& refs);
 
   // Whether commit `commit_oid` and its root tree are in the cache and readable.
@@ -123,8 +153,11 @@ class GitBus {
   // empty tree if nullopt) with `changes` applied in order (later changes to the same path win;
   // nested paths create subtrees; subtrees left empty are removed), parent = `parent` (or none).
   // Trees are built with git_treebuilder; no work tree, no index. Returns the commit oid (hex).
+  // Signed with author.signing_key when it is set (git_commit_create_buffer, ssh-keygen,
+  // git_commit_create_with_signature).
   // Errors: `not_fetched` (parent/base missing), `bad_path`, `path_conflict` (a path used both as
-  // a file and as a directory in `changes`), `repository`.
+  // a file and as a directory in `changes`), `repository`; signing: `not_found`, `child_failed`,
+  // `timeout` (bridge/ssh_signature.h sign_with_ssh_keygen).
   Result<std::string> make_commit(std::optional<std::string> parent, std::optional<std::string> base_tree_from,
                                   const std::vector<FileChange>& changes, const std::string& message,
                                   const CommitAuthor& author);
@@ -143,6 +176,29 @@ class GitBus {
   // Compare-and-swap delete of `ref`: Lost if the remote's value != expected_old (including absent)
   // or the server rejects; Won if the server reported the deletion OK. Same errors as push_cas.
   Result<PushOutcome> delete_cas(const std::string& ref, const std::string& expected_old);
+
+  // Many compare-and-swap deletes in ONE push (one connection, one advertisement): each ref whose
+  // advertised value equals its expected_old is sent as a delete command whose old oid is that
+  // value, so receive-pack still compares each ref under its own lock; the others are Lost without
+  // being sent. Returns one outcome per input, in order (Won only where the server reported that
+  // ref OK through push_update_reference). Non-atomic: one ref refused does not hold back the
+  // others. A ref listed twice is `bad_value`. Errors for the whole batch: `bad_ref`, `bad_oid`,
+  // `auth_failed`, `timeout`, `transport`.
+  Result<std::vector<PushOutcome>> delete_cas_many(const std::vector<RefExpectation>& deletes);
+
+  // The commit `commit_oid` from the cache: parents, tree, committer time, author, summary and,
+  // when signed, the gpgsig header with the payload it covers (git_commit_extract_signature).
+  // Errors: `bad_oid`, `not_fetched`, `repository`.
+  Result<CommitInfo> read_commit(const std::string& commit_oid);
+
+  // The oid of the entry at `path` (a blob or a subtree; "" = the root tree) in the commit's tree,
+  // nullopt when absent. Errors: `bad_path`, `not_fetched`, `repository`.
+  Result<std::optional<std::string>> entry_oid(const std::string& commit_oid, const std::string& path);
+
+  // The paths of files (blobs and links) that differ between the trees of `from_commit` and
+  // `to_commit` (added, deleted, modified or changed in mode), sorted. Errors: `not_fetched`,
+  // `repository`.
+  Result<std::vector<std::string>> changed_paths(const std::string& from_commit, const std::string& to_commit);
 
   // Copies commit `oid` of the local repository at `repo_path` (work tree or bare; an annotated tag
   // is peeled to its commit) with its history and all trees and blobs into the cache odb, skipping

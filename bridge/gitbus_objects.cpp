@@ -10,6 +10,7 @@
 #include "bridge/git_tree_raw.h"
 #include "bridge/git_util.h"
 #include "bridge/gitbus.h"
+#include "bridge/ssh_signature.h"
 #include "bridge/utf8.h"
 
 namespace kakeya::bridge {
@@ -362,11 +363,82 @@ Result<std::string> GitBus::make_commit(std::optional<std::string> parent, std::
   git::Signature sig(sig_raw);
   const git_commit* parents[1] = {parent_commit.get()};
   git_oid id;
-  if (git_commit_create(&id, repo_.get(), nullptr, sig.get(), sig.get(), nullptr, message.c_str(), tree.get(),
-                        parent_commit ? 1 : 0, parents) != 0) {
-    return git::last_error(errc::kRepository, "create commit");
+  if (author.signing_key.empty()) {
+    if (git_commit_create(&id, repo_.get(), nullptr, sig.get(), sig.get(), nullptr, message.c_str(), tree.get(),
+                          parent_commit ? 1 : 0, parents) != 0) {
+      return git::last_error(errc::kRepository, "create commit");
+    }
+    return git::to_hex(id);
+  }
+  git_buf buf = GIT_BUF_INIT;
+  if (git_commit_create_buffer(&buf, repo_.get(), sig.get(), sig.get(), nullptr, message.c_str(), tree.get(),
+                               parent_commit ? 1 : 0, parents) != 0) {
+    return git::last_error(errc::kRepository, "create commit buffer");
+  }
+  const std::string payload(buf.ptr, buf.size);
+  git_buf_dispose(&buf);
+  KAKEYA_ASSIGN_OR_RETURN(std::string armored, sign_with_ssh_keygen(author.signing_key, kGitSignatureNamespace, payload));
+  if (git_commit_create_with_signature(&id, repo_.get(), payload.c_str(), armored.c_str(), "gpgsig") != 0) {
+    return git::last_error(errc::kRepository, "create signed commit");
   }
   return git::to_hex(id);
+}
+
+Result<CommitInfo> GitBus::read_commit(const std::string& commit_oid) {
+  KAKEYA_ASSIGN_OR_RETURN(git::Commit commit, lookup_commit(repo_.get(), commit_oid, "commit_oid"));
+  CommitInfo info;
+  info.oid = git::to_hex(*git_commit_id(commit.get()));
+  for (unsigned i = 0; i < git_commit_parentcount(commit.get()); ++i) {
+    info.parents.push_back(git::to_hex(*git_commit_parent_id(commit.get(), i)));
+  }
+  info.tree = git::to_hex(*git_commit_tree_id(commit.get()));
+  if (const git_signature* c = git_commit_committer(commit.get())) info.committer_time = c->when.time;
+  if (const git_signature* a = git_commit_author(commit.get())) {
+    info.author_name = a->name != nullptr ? a->name : "";
+    info.author_email = a->email != nullptr ? a->email : "";
+  }
+  if (const char* summary = git_commit_summary(commit.get())) info.summary = summary;
+  git_buf sig = GIT_BUF_INIT, payload = GIT_BUF_INIT;
+  const int rc = git_commit_extract_signature(&sig, &payload, repo_.get(), const_cast<git_oid*>(git_commit_id(commit.get())),
+                                              nullptr);
+  if (rc == 0) {
+    info.signature = std::string(sig.ptr, sig.size);
+    info.signed_payload.assign(payload.ptr, payload.size);
+  }
+  git_buf_dispose(&sig);
+  git_buf_dispose(&payload);
+  if (rc != 0 && rc != GIT_ENOTFOUND) return git::last_error(errc::kRepository, "read the signature of " + commit_oid);
+  return info;
+}
+
+Result<std::optional<std::string>> GitBus::entry_oid(const std::string& commit_oid, const std::string& path) {
+  KAKEYA_ASSIGN_OR_RETURN(git::Tree root, commit_tree(repo_.get(), commit_oid, "commit_oid"));
+  if (path.empty()) return std::optional<std::string>(git::to_hex(*git_tree_id(root.get())));
+  KAKEYA_TRY(split_path(path));
+  git_tree_entry* raw = nullptr;
+  const int rc = git_tree_entry_bypath(&raw, root.get(), path.c_str());
+  if (rc == GIT_ENOTFOUND) return std::optional<std::string>();
+  if (rc != 0) return git::last_error(errc::kRepository, "look up '" + printable(path) + "' in " + commit_oid);
+  git::TreeEntry entry(raw);
+  return std::optional<std::string>(git::to_hex(*git_tree_entry_id(entry.get())));
+}
+
+Result<std::vector<std::string>> GitBus::changed_paths(const std::string& from_commit, const std::string& to_commit) {
+  KAKEYA_ASSIGN_OR_RETURN(git::Tree from, commit_tree(repo_.get(), from_commit, "from_commit"));
+  KAKEYA_ASSIGN_OR_RETURN(git::Tree to, commit_tree(repo_.get(), to_commit, "to_commit"));
+  git_diff* raw = nullptr;
+  if (git_diff_tree_to_tree(&raw, repo_.get(), from.get(), to.get(), nullptr) != 0) {
+    return git::last_error(errc::kRepository, "diff " + from_commit + " " + to_commit);
+  }
+  std::unique_ptr<git_diff, decltype(&git_diff_free)> diff(raw, &git_diff_free);
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < git_diff_num_deltas(diff.get()); ++i) {
+    const git_diff_delta* d = git_diff_get_delta(diff.get(), i);
+    out.emplace_back(d->new_file.path != nullptr ? d->new_file.path : d->old_file.path);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 Result<Ok> GitBus::import_objects(const std::filesystem::path& repo_path, const std::string& oid) {

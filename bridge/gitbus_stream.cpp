@@ -58,12 +58,17 @@ int wait_fd(int fd, short events, clock_type::time_point until, const char* what
   }
 }
 
-// Standard layout (git_stream first), so git_stream* <-> DeadlineStream* casts are valid.
+// Standard layout (git_stream first), so git_stream* <-> DeadlineStream* casts are valid. The
+// first four members mirror libgit2's private git_socket_stream {parent, host, port, s}: its SSH
+// transport takes the socket for libssh2 from `s` of whatever GIT_STREAM_STANDARD made, so the
+// fd must sit where `s` does (libssh2 then does its own reads and writes on it).
 struct DeadlineStream {
   git_stream parent;
-  int fd;
-  char host[256];
-  char port[32];
+  char* host;  // -> host_buf
+  char* port;  // -> port_buf
+  int fd;      // git_socket_stream::s
+  char host_buf[256];
+  char port_buf[32];
 };
 
 int s_connect(git_stream* stream) {
@@ -152,15 +157,17 @@ void s_free(git_stream* stream) {
 }
 
 int s_init(git_stream** out, const char* host, const char* port) {
-  if (host == nullptr || port == nullptr || std::strlen(host) >= sizeof(DeadlineStream::host) ||
-      std::strlen(port) >= sizeof(DeadlineStream::port)) {
+  if (host == nullptr || port == nullptr || std::strlen(host) >= sizeof(DeadlineStream::host_buf) ||
+      std::strlen(port) >= sizeof(DeadlineStream::port_buf)) {
     git_error_set_str(GIT_ERROR_NET, "kakeya git bus: host or port name too long");
     return -1;
   }
   auto* s = new DeadlineStream{};
   s->fd = -1;
-  std::strcpy(s->host, host);
-  std::strcpy(s->port, port);
+  std::strcpy(s->host_buf, host);
+  std::strcpy(s->port_buf, port);
+  s->host = s->host_buf;
+  s->port = s->port_buf;
   s->parent.version = GIT_STREAM_VERSION;
   s->parent.encrypted = 0;
   s->parent.proxy_support = 0;

@@ -117,16 +117,26 @@ Result<GcReport> gc_requests(bridge::GitBus& bus, const std::string& branch_pref
       ++report.kept;
       continue;
     }
-    GcEntry g{e.branch, e.commit, e.state, e.updated_at, now - *t, dry_run ? "would_delete" : ""};
-    if (!dry_run) {
-      auto del = bus.delete_cas(std::string(bridge::kRefsHeadsPrefix) + e.branch, e.commit);
-      if (!del.ok()) {
-        g.outcome = "error: " + del.error().str();
+    report.candidates.push_back(
+        GcEntry{e.branch, e.commit, e.state, e.updated_at, now - *t, dry_run ? "would_delete" : ""});
+  }
+  if (dry_run) return report;
+  for (std::size_t start = 0; start < report.candidates.size(); start += kGcBatchRefs) {
+    const std::size_t end = std::min(report.candidates.size(), start + kGcBatchRefs);
+    std::vector<bridge::RefExpectation> batch;
+    for (std::size_t i = start; i < end; ++i) {
+      const GcEntry& g = report.candidates[i];
+      batch.push_back({std::string(bridge::kRefsHeadsPrefix) + g.branch, g.commit});
+    }
+    auto outcomes = bus.delete_cas_many(batch);
+    for (std::size_t i = start; i < end; ++i) {
+      GcEntry& g = report.candidates[i];
+      if (!outcomes.ok()) {
+        g.outcome = "error: " + outcomes.error().str();
       } else {
-        g.outcome = del.value() == bridge::PushOutcome::Won ? "deleted" : "lost";
+        g.outcome = (*outcomes)[i - start] == bridge::PushOutcome::Won ? "deleted" : "lost";
       }
     }
-    report.candidates.push_back(std::move(g));
   }
   return report;
 }

@@ -52,10 +52,15 @@ struct GcReport {
 // REQUIRES: not both flags (the command refuses that as a usage error).
 bool gc_is_dry_run(bool dry_run_flag, bool yes_flag, bool stdin_is_tty);
 
+// Ref deletions sent in one push by gc_requests (one connection each batch).
+inline constexpr std::size_t kGcBatchRefs = 500;
+
 // Deletes the request branches under `branch_prefix` whose state is terminal and whose status
-// updated_at is more than `older_than_s` seconds in the past, each with delete_cas against the
-// tip that was read (a branch that moved meanwhile is kept). Never deletes queued, claimed or
-// running requests, nor branches whose status cannot be read. `dry_run`: decide only.
+// updated_at is more than `older_than_s` seconds in the past, each a compare-and-swap against the
+// tip that was read (a branch that moved meanwhile is kept: "lost"), kGcBatchRefs of them per push
+// (GitBus::delete_cas_many). Never deletes queued, claimed or running requests, nor branches
+// whose status cannot be read. `dry_run`: decide only. A batch that fails as a whole (transport,
+// auth) marks each of its entries "error: ..." and the next batch is still tried.
 Result<GcReport> gc_requests(bridge::GitBus& bus, const std::string& branch_prefix, double older_than_s,
                              bool dry_run);
 

@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
       cmd::add_wait(app, g),    cmd::add_status(app, g),  cmd::add_fetch(app, g),
       cmd::add_cancel(app, g),  cmd::add_list(app, g),    cmd::add_doctor(app, g),
       cmd::add_runners(app, g), cmd::add_gc(app, g),     cmd::add_gate(app, g),
-      cmd::add_logs(app, g)};
+      cmd::add_logs(app, g),    cmd::add_verify(app, g)};
 
   // A command line that cannot be parsed: exit 64, the error as JSON too when --json was given
   // (CLI11 has not stored the flag's value when parsing stops).

@@ -1,5 +1,6 @@
 #include "client/session.h"
 
+#include <cstdlib>
 #include <system_error>
 
 #include "bridge/branch.h"
@@ -38,7 +39,9 @@ std::string head_ref(const std::string& branch) { return bridge::to_heads_ref(br
 bridge::CommitAuthor client_author(const std::string& requested_by) {
   bool looks_like_address = requested_by.find('@') != std::string::npos &&
                             requested_by.find_first_of(" <>\n") == std::string::npos;
-  return bridge::CommitAuthor{"kakeya", looks_like_address ? requested_by : "kakeya@localhost"};
+  bridge::CommitAuthor author{"kakeya", looks_like_address ? requested_by : "kakeya@localhost"};
+  if (const char* key = std::getenv("KAKEYA_SIGNING_KEY"); key != nullptr && key[0] != '\0') author.signing_key = key;
+  return author;
 }
 
 }  // namespace kakeya::client

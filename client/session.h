@@ -31,7 +31,9 @@ Result<std::vector<std::string>> list_remote_branches(bridge::GitBus& bus);
 std::string head_ref(const std::string& branch);
 
 // The commit author of client commits: name "kakeya", email "<requested_by>" when it looks like
-// an address, else "kakeya@localhost".
+// an address, else "kakeya@localhost". When $KAKEYA_SIGNING_KEY names an SSH key file (a private
+// key, or a public key whose private half is in ssh-agent), request and cancel commits are signed
+// with it (gpg.format=ssh style), for runners that require signed requests.
 bridge::CommitAuthor client_author(const std::string& requested_by);
 
 }  // namespace kakeya::client

@@ -16,6 +16,7 @@
 #include "bridge/credentials.h"
 #include "runner/log_fields.h"
 #include "runner/publish.h"
+#include "runner/request_signing.h"
 #include "runner/workspace.h"
 
 namespace kakeya::runner {
@@ -390,6 +391,14 @@ void Agent::handle_branch(const BranchView& view, PollStats& stats) {
       reject(view, v.error().message);
       ++stats.rejected;
       return;
+    }
+    if (cfg_.request_signing) {
+      auto signer = authorize_request(*bus_, *cfg_.request_signing, view.tip, manifest->preset);
+      if (!signer.ok()) {
+        reject(view, signer.error().message);
+        ++stats.rejected;
+        return;
+      }
     }
     std::string why;
     if (!can_run(*preset, &why)) {

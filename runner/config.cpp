@@ -40,8 +40,8 @@ constexpr const char* kTopKeys[] = {
     "remote_url",   "credentials_file", "branch_patterns", "runner_id",    "labels",           "work_dir",
     "catalog_path", "models",           "poll_interval_s", "poll_jitter",  "heartbeat_s",      "lease_s",
     "max_jobs",     "secret_env",       "log_cap_bytes",   "kill_grace_s", "shutdown_grace_s", "tool_dirs",
-    "identity",     "git_timeout_s",    "publish_retry_s", "metrics_listen", "health_poll_failure_s",
-    "keep_failed_jobs", "keep_failed_jobs_bytes"};
+    "identity",     "git_timeout_s",    "publish_retry_s", "request_signing", "metrics_listen",
+    "health_poll_failure_s", "keep_failed_jobs", "keep_failed_jobs_bytes"};
 
 // scheme://user:password@host... carries a secret that would end up in logs and status files.
 bool url_has_password(std::string_view url) {
@@ -181,7 +181,7 @@ Result<RunnerConfig> parse_node(const bridge::YamlNode& root, const std::filesys
     }
   }
   if (const YamlNode id = root.get("identity"); id.present()) {
-    KAKEYA_TRY(id.check_map("identity", {"name", "email"}));
+    KAKEYA_TRY(id.check_map("identity", {"name", "email", "signing_key"}));
     if (id.get("name").present()) {
       KAKEYA_ASSIGN_OR_RETURN(c.identity.name, id.get("name").string("identity.name"));
       if (c.identity.name.empty() || c.identity.name.find_first_of("<>\n\r") != std::string::npos) {
@@ -196,6 +196,38 @@ Result<RunnerConfig> parse_node(const bridge::YamlNode& root, const std::filesys
         return id.get("email").error(errc::kBadValue, "identity.email '" + e + "' must look like user@host");
       }
     }
+    if (const YamlNode key = id.get("signing_key"); key.present()) {
+      KAKEYA_ASSIGN_OR_RETURN(c.identity.signing_key, path(key, "identity.signing_key"));
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(c.identity.signing_key, ec)) {
+        return key.error(errc::kNotFound, "identity.signing_key '" + c.identity.signing_key.string() +
+                                              "' is not a readable file (an SSH private key, or a public key "
+                                              "whose private half is in ssh-agent)");
+      }
+    }
+  }
+  if (const YamlNode rs = root.get("request_signing"); rs.present()) {
+    KAKEYA_TRY(rs.check_map("request_signing", {"allowed_signers", "presets"}));
+    KAKEYA_TRY(rs.require("allowed_signers", "request_signing"));
+    KAKEYA_TRY(rs.require("presets", "request_signing"));
+    RequestSigningPolicy policy;
+    KAKEYA_ASSIGN_OR_RETURN(policy.allowed_signers_file,
+                            path(rs.get("allowed_signers"), "request_signing.allowed_signers"));
+    auto signers = bridge::AllowedSigners::load_file(policy.allowed_signers_file);
+    if (!signers.ok()) {
+      return rs.get("allowed_signers").error(signers.error().code,
+                                             "request_signing.allowed_signers: " + signers.error().message);
+    }
+    policy.signers = std::move(signers).value();
+    const YamlNode presets = rs.get("presets");
+    KAKEYA_TRY(presets.check_map("request_signing.presets"));
+    for (const auto& [key, value] : presets.entries()) {
+      KAKEYA_ASSIGN_OR_RETURN(std::string principal, key.string("a principal of request_signing.presets"));
+      const std::string what = "request_signing.presets." + principal;
+      if (!value.is_list()) return value.error(errc::kBadType, what + " must be a list of presets, got " + value.describe());
+      KAKEYA_ASSIGN_OR_RETURN(policy.presets[principal], value.string_list(what));
+    }
+    c.request_signing = std::move(policy);
   }
   if (const YamlNode listen = root.get("metrics_listen"); !listen.is_null()) {
     KAKEYA_ASSIGN_OR_RETURN(std::string text, listen.string("metrics_listen"));

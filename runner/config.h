@@ -15,6 +15,7 @@
 #include "bridge/gitbus.h"
 #include "bridge/result.h"
 #include "bridge/units.h"
+#include "runner/request_signing.h"
 
 namespace kakeya::runner {
 
@@ -39,7 +40,11 @@ struct RunnerConfig {
   int git_timeout_s = 60;                                   // deadline of each git network op, integer [1, 3600]
   double publish_retry_s = 120;                             // final publish retries before spooling, [0, 86400]
   std::vector<std::filesystem::path> tool_dirs{"/usr/local/bin", "/usr/bin", "/bin"};  // argv[0] lookup
-  bridge::CommitAuthor identity{"kakeya-runner", "runner@kakeya.invalid"};  // runner commits
+  // Runner commits: name, email and identity.signing_key (an SSH key file; unset = unsigned, the
+  // default; set = every runner commit is SSH-signed, bridge/gitbus.h CommitAuthor).
+  bridge::CommitAuthor identity{"kakeya-runner", "runner@kakeya.invalid"};
+  // Unset (the default): request commits need no signature. Set: runner/request_signing.h.
+  std::optional<RequestSigningPolicy> request_signing;
   // Observation (runner/metrics_server.h): loopback HOST:PORT for /metrics and /healthz; off
   // when absent. /healthz is unhealthy once polls have failed for health_poll_failure_s.
   std::optional<std::string> metrics_listen;

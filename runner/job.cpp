@@ -69,7 +69,7 @@ const char* to_string(JobEnd e) {
 }
 
 bridge::CommitAuthor runner_author(const RunnerConfig& cfg) {
-  return bridge::CommitAuthor{cfg.identity.name, cfg.identity.email};
+  return cfg.identity;
 }
 
 Job::Job(const RunnerConfig& cfg, JobRequest req, std::unique_ptr<bridge::GitBus> bus, fs::path job_dir,

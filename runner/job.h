@@ -98,7 +98,8 @@ class Job {
   std::atomic<bool> cancel_requested_{false};
 };
 
-// Reads the git identity the runner commits as.
+// The git identity the runner commits as, with its SSH signing key when identity.signing_key is
+// configured (every runner commit is then signed; unsigned is the default).
 bridge::CommitAuthor runner_author(const RunnerConfig& cfg);
 
 }  // namespace kakeya::runner

@@ -254,19 +254,27 @@ void Process::io_loop() {
     const Clock::time_point now = Clock::now();
 
     // -- reap: the leader, then any orphaned group members re-parented to us (subreaper) --
+    auto leader_exited = [&](int status) {
+      leader_done = true;
+      result_.seconds = std::chrono::duration<double>(now - started_at_).count();
+      if (WIFEXITED(status)) result_.exit_code = WEXITSTATUS(status);
+      if (WIFSIGNALED(status)) result_.term_signal = WTERMSIG(status);
+      close_fd(pidfd_);
+    };
     if (!leader_done) {
       int status = 0;
       const pid_t r = ::waitpid(pid_, &status, WNOHANG);
       // ECHILD: someone else reaped the leader (a foreign waitpid(-1)); its status is lost.
-      if (r == pid_ || (r < 0 && errno == ECHILD)) {
-        leader_done = true;
-        result_.seconds = std::chrono::duration<double>(now - started_at_).count();
-        if (WIFEXITED(status)) result_.exit_code = WEXITSTATUS(status);
-        if (WIFSIGNALED(status)) result_.term_signal = WTERMSIG(status);
-        close_fd(pidfd_);
-      }
+      if (r == pid_ || (r < 0 && errno == ECHILD)) leader_exited(status);
     }
-    while (::waitpid(-pid_, nullptr, WNOHANG) > 0) {
+    // The group's members, the leader among them while it is still in the group: a leader that
+    // exits between the two waits is reaped here, with its status kept (dropping it once turned a
+    // failed command into exit code 0).
+    for (;;) {
+      int status = 0;
+      const pid_t r = ::waitpid(-pid_, &status, WNOHANG);
+      if (r <= 0) break;
+      if (r == pid_ && !leader_done) leader_exited(status);
     }
     if (leader_done && !group_gone && ::kill(-pid_, 0) != 0 && errno == ESRCH) {
       group_gone = true;

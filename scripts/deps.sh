@@ -11,6 +11,7 @@ PKGS=(
   clang libclang-rt-14-dev
   libsystemd-dev systemd prometheus-cpp-dev
   lighttpd
+  openssh-client openssh-server
   procps python3
 )
 missing=()

@@ -1,5 +1,6 @@
-// The git bus against real servers on loopback: git daemon (git://) and lighttpd + git http-backend
-// (smart HTTP with basic auth). Never a local path: local remotes do not compare-and-swap.
+// The git bus against real servers on loopback: git daemon (git://), lighttpd + git http-backend
+// (smart HTTP with basic auth) and OpenSSH's sshd (ssh:// with a pinned host key). Never a local
+// path: local remotes do not compare-and-swap.
 
 #include "bridge/gitbus.h"
 
@@ -10,8 +11,11 @@
 #include <fstream>
 #include <thread>
 
+#include "tests/harness/fault_proxy.h"
 #include "tests/harness/git_servers.h"
 #include "tests/harness/paths.h"
+#include "tests/harness/ssh_keys.h"
+#include "tests/harness/ssh_server.h"
 
 namespace kakeya::bridge {
 void PrintTo(PushOutcome o, std::ostream* os) { *os << (o == PushOutcome::Won ? "Won" : "Lost"); }
@@ -22,7 +26,7 @@ using testing::HttpGitServer;
 using testing::run_git;
 using testing::TempDir;
 
-enum class ServerKind { Daemon, Http };
+enum class ServerKind { Daemon, Http, Ssh };
 
 constexpr const char* kUser = "kakeya-bot";
 constexpr const char* kPassword = "correct-horse-battery";
@@ -38,6 +42,11 @@ class GitBusTest : public ::testing::TestWithParam<ServerKind> {
       daemon_ = GitDaemon::start(repos_.path());
       ASSERT_NE(daemon_, nullptr);
       url_ = daemon_->url("bus.git");
+    } else if (GetParam() == ServerKind::Ssh) {
+      ssh_ = testing::SshGitServer::start(repos_.path());
+      ASSERT_NE(ssh_, nullptr);
+      url_ = ssh_->url("bus.git");
+      creds_ = ssh_->credentials();
     } else {
       http_ = HttpGitServer::start(repos_.path(), kUser, kPassword);
       ASSERT_NE(http_, nullptr);
@@ -70,6 +79,7 @@ class GitBusTest : public ::testing::TestWithParam<ServerKind> {
   TempDir caches_{"kakeya-caches"};
   std::unique_ptr<GitDaemon> daemon_;
   std::unique_ptr<HttpGitServer> http_;
+  std::unique_ptr<testing::SshGitServer> ssh_;
   std::string url_;
   Credentials creds_;
   std::string initial_;
@@ -111,6 +121,37 @@ TEST_P(GitBusTest, LsRemoteAdvertisesMain) {
   auto none = bus.ls_remote("refs/heads/kakeya/");
   ASSERT_TRUE(none.ok()) << none.error().str();
   EXPECT_TRUE(none->empty());
+}
+
+// Refs that share a commit, and a ref whose commit the cache already holds: fetch asks once for
+// the missing commit and still reports and tracks every ref.
+TEST_P(GitBusTest, FetchOfRefsSharingCommitsTracksEveryRef) {
+  GitBus writer = open_bus("w");
+  const std::string a = commit_on(writer, std::nullopt, "a.txt", "a");
+  const std::string b = commit_on(writer, std::nullopt, "b.txt", "b");
+  std::vector<std::string> refs;
+  for (int i = 0; i < 6; ++i) {
+    refs.push_back("refs/heads/kakeya/req/shared-" + std::to_string(i));
+    ASSERT_EQ(*writer.push_cas(refs.back(), i < 4 ? a : b, std::nullopt), PushOutcome::Won);
+  }
+  GitBus reader = open_bus("r");
+  auto first = reader.fetch({refs[0], refs[1], refs[2], refs[3], "refs/heads/kakeya/req/absent"});
+  ASSERT_TRUE(first.ok()) << first.error().str();
+  EXPECT_EQ(first->size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(first->at(refs[i]), a);
+  auto again = reader.fetch(refs);  // a is already here; b is new
+  ASSERT_TRUE(again.ok()) << again.error().str();
+  ASSERT_EQ(again->size(), 6u);
+  EXPECT_EQ(again->at(refs[5]), b);
+  const std::string cache = (caches_.path() / "r").string();
+  for (int i = 0; i < 6; ++i) {
+    auto tracked = run_git({"--git-dir", cache, "rev-parse", tracking_ref(refs[i])});
+    ASSERT_TRUE(tracked.ok()) << tracked.error().str();
+    EXPECT_EQ(*tracked, i < 4 ? a : b);
+  }
+  auto content = reader.read_file(b, "b.txt");
+  ASSERT_TRUE(content.ok() && content->has_value());
+  EXPECT_EQ(**content, "b");
 }
 
 TEST_P(GitBusTest, NestedCommitRoundTripsThroughServer) {
@@ -283,6 +324,40 @@ TEST_P(GitBusTest, DeleteCasComparesOldValue) {
   EXPECT_EQ(*again, PushOutcome::Lost);
 }
 
+// Many CAS deletes in one push: each ref is deleted only where it still holds its expected oid;
+// a moved ref, an absent one and a wrong expectation are Lost and stay as they are.
+TEST_P(GitBusTest, DeleteCasManyDecidesEachRefOnItsOwn) {
+  GitBus bus = open_bus("a");
+  std::vector<std::string> commits;
+  for (int i = 0; i < 5; ++i) {
+    commits.push_back(commit_on(bus, std::nullopt, "f.txt", std::to_string(i)));
+    const std::string ref = "refs/heads/kakeya/req/gc-" + std::to_string(i);
+    ASSERT_EQ(*bus.push_cas(ref, commits.back(), std::nullopt), PushOutcome::Won);
+  }
+  auto ref = [](int i) { return "refs/heads/kakeya/req/gc-" + std::to_string(i); };
+  std::vector<RefExpectation> batch{{ref(0), commits[0]},
+                                    {ref(1), commits[0]},  // wrong expectation
+                                    {"refs/heads/kakeya/req/gc-absent", commits[2]},
+                                    {ref(3), commits[3]},
+                                    {ref(4), commits[4]}};
+  auto out = bus.delete_cas_many(batch);
+  ASSERT_TRUE(out.ok()) << out.error().str();
+  EXPECT_EQ(*out, (std::vector<PushOutcome>{PushOutcome::Won, PushOutcome::Lost, PushOutcome::Lost, PushOutcome::Won,
+                                            PushOutcome::Won}));
+  EXPECT_EQ(server_ref(ref(0)), "");
+  EXPECT_EQ(server_ref(ref(1)), commits[1]);
+  EXPECT_EQ(server_ref(ref(2)), commits[2]);
+  EXPECT_EQ(server_ref(ref(3)), "");
+  EXPECT_EQ(server_ref(ref(4)), "");
+
+  auto twice = bus.delete_cas_many({{ref(1), commits[1]}, {ref(1), commits[1]}});
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.error().code, errc::kBadValue);
+  auto empty = bus.delete_cas_many({});
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->empty());
+}
+
 TEST_P(GitBusTest, ImportObjectsFromLocalRepository) {
   TempDir local("kakeya-local");
   const std::string wt = local.path().string();
@@ -334,6 +409,7 @@ TEST_P(GitBusTest, ServerDownIsAnErrorNotALostRace) {
   std::string c = commit_on(bus, initial_, "f.txt", "f");
   if (daemon_) daemon_->stop();
   if (http_) http_->stop();
+  if (ssh_) ssh_->stop();
   auto down = bus.push_cas("refs/heads/main", c, initial_);
   ASSERT_FALSE(down.ok());
   EXPECT_EQ(down.error().code, "transport");
@@ -341,18 +417,108 @@ TEST_P(GitBusTest, ServerDownIsAnErrorNotALostRace) {
   ASSERT_FALSE(ls.ok());
   EXPECT_EQ(ls.error().code, "transport");
 
-  Status restarted = daemon_ ? daemon_->restart() : http_->restart();
+  Status restarted = daemon_ ? daemon_->restart() : http_ ? http_->restart() : ssh_->restart();
   ASSERT_TRUE(restarted.ok()) << restarted.error().str();
   auto up = bus.push_cas("refs/heads/main", c, initial_);
   ASSERT_TRUE(up.ok()) << up.error().str();
   EXPECT_EQ(*up, PushOutcome::Won);
 }
 
-INSTANTIATE_TEST_SUITE_P(Servers, GitBusTest, ::testing::Values(ServerKind::Daemon, ServerKind::Http),
+INSTANTIATE_TEST_SUITE_P(Servers, GitBusTest,
+                         ::testing::Values(ServerKind::Daemon, ServerKind::Http, ServerKind::Ssh),
                          [](const ::testing::TestParamInfo<ServerKind>& p) {
-                           return p.param == ServerKind::Daemon ? std::string("GitDaemon")
-                                                                   : std::string("SmartHttp");
+                           switch (p.param) {
+                             case ServerKind::Daemon: return std::string("GitDaemon");
+                             case ServerKind::Http: return std::string("SmartHttp");
+                             case ServerKind::Ssh: return std::string("Ssh");
+                           }
+                           return std::string("Unknown");
                          });
+
+// ---- SSH authentication and host-key pinning --------------------------------------------------
+
+class GitBusSshAuthTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(testing::make_bare_repo(repos_.path(), "bus.git").ok());
+    ssh_ = testing::SshGitServer::start(repos_.path());
+    ASSERT_NE(ssh_, nullptr);
+  }
+  Result<std::vector<RemoteRef>> ls_with(const Credentials& creds) {
+    auto bus = GitBus::open(ssh_->url("bus.git"), caches_.path() / ("c" + std::to_string(++n_)), creds,
+                            GitBusOptions{2, 60});
+    if (!bus.ok()) return bus.error();
+    return bus->ls_remote();
+  }
+  TempDir repos_{"kakeya-repos"};
+  TempDir caches_{"kakeya-caches"};
+  std::unique_ptr<testing::SshGitServer> ssh_;
+  int n_ = 0;
+};
+
+TEST_F(GitBusSshAuthTest, PinnedHostKeyAndAuthorisedKeyConnect) {
+  auto ls = ls_with(ssh_->credentials());
+  ASSERT_TRUE(ls.ok()) << ls.error().str();
+  EXPECT_FALSE(ls->empty());
+}
+
+TEST_F(GitBusSshAuthTest, UnauthorisedKeyIsAuthFailed) {
+  auto stranger = testing::make_ssh_key(caches_.path(), "stranger");
+  ASSERT_TRUE(stranger.ok()) << stranger.error().str();
+  Credentials bad = ssh_->credentials();
+  bad.ssh_private_key = stranger->string();
+  bad.ssh_public_key = stranger->string() + ".pub";
+  auto ls = ls_with(bad);
+  ASSERT_FALSE(ls.ok());
+  EXPECT_EQ(ls.error().code, errc::kAuthFailed) << ls.error().str();
+
+  Credentials none = ssh_->credentials();
+  none.ssh_private_key.clear();
+  none.ssh_public_key.clear();
+  auto anonymous = ls_with(none);
+  ASSERT_FALSE(anonymous.ok());
+  EXPECT_EQ(anonymous.error().code, errc::kAuthFailed) << anonymous.error().str();
+}
+
+TEST_F(GitBusSshAuthTest, UnknownHostKeyIsRefusedBeforeAuthenticating) {
+  Credentials c = ssh_->credentials();
+  c.ssh_known_hosts = (caches_.path() / "empty_known_hosts").string();
+  std::ofstream(c.ssh_known_hosts) << "# nothing pinned\n";
+  auto ls = ls_with(c);
+  ASSERT_FALSE(ls.ok());
+  EXPECT_EQ(ls.error().code, errc::kHostKeyUnknown) << ls.error().str();
+  EXPECT_NE(ls.error().message.find("[127.0.0.1]:" + std::to_string(ssh_->port())), std::string::npos)
+      << ls.error().message;
+  EXPECT_NE(ls.error().message.find("SHA256:"), std::string::npos) << ls.error().message;
+
+  c.ssh_known_hosts = (caches_.path() / "missing_known_hosts").string();
+  auto missing = ls_with(c);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code, errc::kHostKeyUnknown) << missing.error().str();
+}
+
+TEST_F(GitBusSshAuthTest, ChangedHostKeyIsRefused) {
+  // known_hosts pins another ed25519 key for [127.0.0.1]:PORT: a man in the middle, or a
+  // re-keyed server.
+  auto other = testing::make_ssh_key(caches_.path(), "other_host");
+  ASSERT_TRUE(other.ok()) << other.error().str();
+  Credentials c = ssh_->credentials();
+  c.ssh_known_hosts = (caches_.path() / "changed_known_hosts").string();
+  std::ofstream(c.ssh_known_hosts) << "[127.0.0.1]:" << ssh_->port() << " "
+                                   << testing::first_line(other->string() + ".pub") << "\n";
+  auto ls = ls_with(c);
+  ASSERT_FALSE(ls.ok());
+  EXPECT_EQ(ls.error().code, errc::kHostKeyMismatch) << ls.error().str();
+  EXPECT_NE(ls.error().message.find("CHANGED"), std::string::npos) << ls.error().message;
+
+  // The right key marked @revoked is refused even next to a good line.
+  std::ofstream(c.ssh_known_hosts) << "[127.0.0.1]:" << ssh_->port() << " "
+                                   << testing::first_line(ssh_->host_public_key()) << "\n"
+                                   << "@revoked * " << testing::first_line(ssh_->host_public_key()) << "\n";
+  auto revoked = ls_with(c);
+  ASSERT_FALSE(revoked.ok());
+  EXPECT_EQ(revoked.error().code, errc::kHostKeyMismatch) << revoked.error().str();
+}
 
 // ---- HTTP authentication ----------------------------------------------------------------------
 
@@ -391,6 +557,38 @@ TEST_F(GitBusHttpAuthTest, MissingCredentialsIsAuthFailed) {
   auto ls = bus->ls_remote();
   ASSERT_FALSE(ls.ok());
   EXPECT_EQ(ls.error().code, "auth_failed");
+}
+
+// A batch of deletes is one push over one connection (the git daemon serves one service per TCP
+// connection; the proxy counts them), however many refs it holds.
+TEST(GitBusBatchTest, DeleteCasManyUsesOneConnection) {
+  TempDir repos("kakeya-repos"), caches("kakeya-caches");
+  auto initial = testing::make_bare_repo(repos.path(), "bus.git");
+  ASSERT_TRUE(initial.ok());
+  const std::string bare = (repos.path() / "bus.git").string();
+  constexpr int kRefs = 200;
+  std::string updates;
+  std::vector<RefExpectation> batch;
+  for (int i = 0; i < kRefs; ++i) {
+    const std::string ref = "refs/heads/kakeya/req/bulk-" + std::to_string(i);
+    updates += "create " + ref + " " + *initial + "\n";
+    batch.push_back({ref, *initial});
+  }
+  ASSERT_TRUE(run_git({"-C", bare, "update-ref", "--stdin"}, updates).ok());
+  auto daemon = GitDaemon::start(repos.path());
+  ASSERT_NE(daemon, nullptr);
+  auto proxy = testing::FaultProxy::start(daemon->port());
+  ASSERT_NE(proxy, nullptr);
+  auto bus = GitBus::open("git://127.0.0.1:" + std::to_string(proxy->port()) + "/bus.git", caches.path() / "c",
+                          Credentials{});
+  ASSERT_TRUE(bus.ok());
+  auto out = bus->delete_cas_many(batch);
+  ASSERT_TRUE(out.ok()) << out.error().str();
+  EXPECT_EQ(std::count(out->begin(), out->end(), PushOutcome::Won), kRefs);
+  EXPECT_EQ(proxy->accepted(), 1);
+  auto left = run_git({"-C", bare, "for-each-ref", "refs/heads/kakeya/"});
+  ASSERT_TRUE(left.ok());
+  EXPECT_EQ(*left, "");
 }
 
 TEST(GitBusOpenTest, RejectsLocalRemotes) {

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "tests/harness/paths.h"
+#include "tests/harness/ssh_keys.h"
 
 namespace kakeya::runner {
 namespace {
@@ -173,6 +174,44 @@ TEST(RunnerConfig, LoadFromFileResolvesRelativeToIt) {
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().code, errc::kIo);
   EXPECT_NE(missing.error().message.find("nope.yaml"), std::string::npos);
+}
+
+// identity.signing_key: unsigned by default; a key file that is not there is refused at load.
+// request_signing: the allowed-signers file is read at load and each principal maps to presets.
+TEST(RunnerConfig, SigningKeysAndRequestSigningPolicy) {
+  testing::TempDir dir("kakeya-config");
+  const auto key = dir.path() / "runner_key";
+  std::ofstream(key) << "not read at load\n";
+  const auto signers = dir.path() / "request_signers";
+  auto alice = testing::make_ssh_key(dir.path(), "alice");
+  ASSERT_TRUE(alice.ok()) << alice.error().str();
+  std::ofstream(signers) << "alice@example.com " << testing::first_line(alice->string() + ".pub") << "\n";
+  EXPECT_TRUE(parse(kMinimal)->identity.signing_key.empty());
+  EXPECT_FALSE(parse(kMinimal)->request_signing.has_value());
+
+  auto r = parse(std::string(kMinimal) + "identity: {signing_key: " + key.string() + "}\n" +
+                 "request_signing:\n  allowed_signers: " + signers.string() +
+                 "\n  presets: {alice@example.com: [generate, env-probe], ci@example.com: [\"*\"]}\n");
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  EXPECT_EQ(r->identity.signing_key, key);
+  ASSERT_TRUE(r->request_signing.has_value());
+  EXPECT_EQ(r->request_signing->signers.entries().size(), 1u);
+  EXPECT_EQ(r->request_signing->presets.at("alice@example.com"), (std::vector<std::string>{"generate", "env-probe"}));
+  EXPECT_EQ(r->request_signing->presets.at("ci@example.com"), std::vector<std::string>{"*"});
+
+  expect_error(std::string(kMinimal) + "identity: {signing_key: " + (dir.path() / "absent").string() + "}\n",
+               "not_found", {"identity.signing_key", "absent"});
+  expect_error(std::string(kMinimal) + "request_signing: {presets: {a@b: [x]}}\n", "missing_key",
+               {"allowed_signers"});
+  expect_error(std::string(kMinimal) + "request_signing: {allowed_signers: " + (dir.path() / "nope").string() +
+                   ", presets: {}}\n",
+               "io", {"request_signing.allowed_signers", "nope"});
+  expect_error(std::string(kMinimal) + "request_signing: {allowed_signers: " + signers.string() +
+                   ", presets: {a@b: generate}}\n",
+               "bad_type", {"request_signing.presets.a@b"});
+  expect_error(std::string(kMinimal) + "request_signing: {allowed_signers: " + signers.string() +
+                   ", presets: {}, extra: 1}\n",
+               "unknown_key", {"extra"});
 }
 
 TEST(ParseByteSize, UnitsAndErrors) {
