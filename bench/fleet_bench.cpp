@@ -183,7 +183,8 @@ json timed_poll(World& w, const std::string& id, testing::FaultProxy& proxy) {
   auto cfg = runner::parse_runner_config(w.config_yaml(id, 1, w.remote_via_proxy), w.tmp.path() / (id + ".yaml"));
   if (!cfg.ok()) throw std::runtime_error(cfg.error().str());
   auto cat = bridge::PresetCatalog::load_file(w.tmp.path() / "presets.yaml");
-  runner::Agent agent(cfg.value(), cat.value(), w.creds);
+  runner::Telemetry telemetry(id, {}, 300);
+  runner::Agent agent(cfg.value(), cat.value(), w.creds, telemetry);
   if (!agent.init().ok()) throw std::runtime_error("agent init");
   json polls = json::array();
   for (int i = 0; i < 3; ++i) {

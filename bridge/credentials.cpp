@@ -49,6 +49,13 @@ std::string lower(std::string s) {
   return s;
 }
 
+// Appends the ssh key (when one is set) to the source description.
+Credentials with_source(Credentials c, std::string source) {
+  c.source = std::move(source);
+  if (!c.ssh_private_key.empty()) c.source += ", ssh key " + c.ssh_private_key;
+  return c;
+}
+
 void fill_independent_fields(Credentials& c) {
   std::string key = env_or_empty("KAKEYA_GIT_SSH_KEY");
   if (!key.empty()) {
@@ -119,6 +126,13 @@ Result<Credentials> load_credentials(const std::string& remote_url,
                                      const std::optional<std::filesystem::path>& credentials_file) {
   Credentials c;
   fill_independent_fields(c);
+  if (auto url = parse_url(remote_url); url.ok() && !url->password.empty()) {
+    return make_error(errc::kCredentialsInUrl,
+                      "remote URL '" + redact_url(remote_url) +
+                          "' embeds a password or token (user:secret@), which would be written to logs and "
+                          "caches: remove it from the URL; " +
+                          credential_sources_help(remote_url, "a credentials file"));
+  }
 
   std::string token = env_or_empty("KAKEYA_GIT_TOKEN");
   std::string token_file = env_or_empty("KAKEYA_GIT_TOKEN_FILE");
@@ -139,10 +153,10 @@ Result<Credentials> load_credentials(const std::string& remote_url,
     c.token = token;
     c.username = env_or_empty("KAKEYA_GIT_USERNAME");
     if (c.username.empty()) c.username = "x-access-token";
-    return c;
+    return with_source(std::move(c), token_file.empty() ? "KAKEYA_GIT_TOKEN" : "KAKEYA_GIT_TOKEN_FILE (" + token_file + ")");
   }
 
-  if (!credentials_file) return c;
+  if (!credentials_file) return with_source(std::move(c), "none (anonymous)");
 
   KAKEYA_ASSIGN_OR_RETURN(UrlParts remote, parse_url(remote_url));
   const std::string file = credentials_file->string();
@@ -167,11 +181,39 @@ Result<Credentials> load_credentials(const std::string& remote_url,
     if (parsed->scheme == remote.scheme && parsed->host == remote.host) {
       c.username = parsed->username;
       c.token = parsed->password;
-      return c;
+      return with_source(std::move(c), "credentials file " + file + " line " + std::to_string(line_no));
     }
   }
   return make_error(errc::kCredentialsNotFound, "credentials file '" + file + "' has no entry for " +
                                                  remote.scheme + "://" + remote.host);
+}
+
+}  // namespace kakeya::bridge
+
+namespace kakeya::bridge {
+
+std::string credential_sources_help(const std::string& remote_url, const std::string& file_option) {
+  auto url = parse_url(remote_url);
+  const std::string scheme = url.ok() ? url->scheme : "";
+  if (scheme == "ssh" || scheme.empty()) {
+    return "ssh credentials come from KAKEYA_GIT_SSH_KEY (a private key file; <key>.pub beside it is used when "
+           "present) and KAKEYA_GIT_SSH_PASSPHRASE";
+  }
+  if (scheme == "git") return "git:// remotes take no credentials (use https:// or ssh:// for an authenticated remote)";
+  const std::string host = url.ok() ? url->host : "HOST";
+  return "credentials come from KAKEYA_GIT_TOKEN or KAKEYA_GIT_TOKEN_FILE (a file holding the token), with "
+         "KAKEYA_GIT_USERNAME (default x-access-token), else from " + file_option + " with a line " + scheme +
+         "://USER:TOKEN@" + host;
+}
+
+Error explain_auth_failure(const Error& error, const std::string& remote_url, const Credentials& used,
+                           const std::string& file_option) {
+  if (error.code != errc::kAuthFailed) return error;
+  const std::string sent = used.source.empty() || used.source.starts_with("none")
+                               ? "no credentials were configured"
+                               : "it refused the credentials from " + used.source;
+  return make_error(errc::kAuthFailed, "authentication to " + redact_url(remote_url) + " failed: " + sent + "; " +
+                                           credential_sources_help(remote_url, file_option));
 }
 
 }  // namespace kakeya::bridge

@@ -85,6 +85,7 @@ namespace kakeya {
   X(kCredentialsNotFound, "credentials_not_found", "no credentials for the remote")                \
   X(kCredentialsConflict, "credentials_conflict", "two sources of credentials disagree")           \
   X(kBadCredentialsLine, "bad_credentials_line", "a credentials file line that cannot be parsed") \
+  X(kCredentialsInUrl, "credentials_in_url", "a remote URL that embeds a password or token")       \
   X(kHostKeyUnknown, "host_key_unknown", "the SSH server's host key is not in known_hosts")          \
   X(kHostKeyMismatch, "host_key_mismatch", "the SSH server's host key differs from known_hosts, or is revoked") \
   /* provenance: SSH keys and signatures */                                                        \

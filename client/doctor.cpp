@@ -5,38 +5,11 @@
 #include "bridge/branch.h"
 #include "bridge/catalog.h"
 #include "bridge/credentials.h"
+#include "bridge/push_probe.h"
 #include "bridge/request.h"
 #include "client/session.h"
 
 namespace kakeya::client {
-namespace {
-
-// Create-only push of an empty commit to a probe branch, then delete it again.
-Status probe_push(Session& s) {
-  const std::string branch = bridge::request_branch_name(s.prefix, "doctor-probe", bridge::new_nonce());
-  const std::string ref = head_ref(branch);
-  KAKEYA_ASSIGN_OR_RETURN(auto commit, s.bus.make_commit(std::nullopt, std::nullopt, {},
-                                                         "kakeya doctor: push probe [skip ci]\n",
-                                                         client_author(default_requested_by())));
-  KAKEYA_ASSIGN_OR_RETURN(auto pushed, s.bus.push_cas(ref, commit, std::nullopt));
-  if (pushed != bridge::PushOutcome::Won) {
-    return make_error(errc::kPushRejected, "the remote rejected creating " + ref);
-  }
-  std::string tip = commit;
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    KAKEYA_ASSIGN_OR_RETURN(auto deleted, s.bus.delete_cas(ref, tip));
-    if (deleted == bridge::PushOutcome::Won) return ok_status();
-    // A runner may have committed a rejection on the probe branch: delete that tip instead.
-    KAKEYA_ASSIGN_OR_RETURN(auto refs, s.bus.ls_remote(ref));
-    auto it = std::find_if(refs.begin(), refs.end(), [&](const auto& r) { return r.name == ref; });
-    if (it == refs.end()) return ok_status();
-    tip = it->oid;
-  }
-  return make_error(errc::kDeleteFailed, "pushed " + ref + " but could not delete it again");
-}
-
-}  // namespace
-
 std::vector<DoctorCheck> run_doctor(const GlobalOptions& opts) {
   std::vector<DoctorCheck> checks;
   auto add = [&](std::string name, bool ok, std::string detail) {
@@ -47,12 +20,13 @@ std::vector<DoctorCheck> run_doctor(const GlobalOptions& opts) {
   auto remote = resolve_remote(opts);
   bool have_remote = remote.ok() ? add("remote", true, bridge::redact_url(*remote) + " (branch prefix " + opts.prefix + ")")
                                  : add("remote", false, remote.error().str());
-  std::string source = describe_credentials_source(opts);
   bool have_creds = false;
+  bridge::Credentials used;
   if (have_remote) {
     auto creds = bridge::load_credentials(*remote, opts.credentials_file);
-    have_creds = creds.ok() ? add("credentials", true, source)
-                            : add("credentials", false, source + ": " + creds.error().str());
+    if (creds.ok()) used = *creds;
+    have_creds = creds.ok() ? add("credentials", true, "using " + creds->source)
+                            : add("credentials", false, creds.error().str());
   } else {
     add("credentials", false, "skipped: no remote");
   }
@@ -64,13 +38,14 @@ std::vector<DoctorCheck> run_doctor(const GlobalOptions& opts) {
     } else {
       auto refs = session->bus.ls_remote(std::string("refs/heads/") + opts.prefix);
       if (!refs.ok()) {
-        add("reachable", false, refs.error().str());
+        add("reachable", false, bridge::explain_auth_failure(refs.error(), *remote, used, "--credentials-file FILE").str());
         add("push", false, "skipped: remote not reachable");
       } else {
         add("reachable", true, std::to_string(refs->size()) + " branch(es) under " + opts.prefix);
-        auto probe = probe_push(*session);
+        auto probe = bridge::probe_push(session->bus, session->prefix, client_author(default_requested_by()));
         add("push", probe.ok(), probe.ok() ? "created and deleted a probe branch under " + opts.prefix
-                                           : probe.error().str());
+                                           : bridge::explain_auth_failure(probe.error(), *remote, used,
+                                                                          "--credentials-file FILE").str());
       }
     }
   } else {

@@ -16,8 +16,8 @@ struct DoctorCheck {
   std::string detail;  // the reason (never a secret)
 };
 
-// Runs the checks in order: remote configured; credentials load (source named, never the
-// secret); remote reachable (ls_remote); push permission in the namespace (create-only push of
+// Runs the checks in order: remote configured; credentials load (the source actually used,
+// bridge::Credentials::source, never the secret); remote reachable (ls_remote); push permission in the namespace (create-only push of
 // an empty commit to refs/heads/<ns>/doctor-probe-<nonce>, then delete_cas it — retried on the
 // tip a runner may have moved it to); preset catalog loads (N presets). Checks that depend on
 // a failed one are reported as FAIL "skipped: ...".

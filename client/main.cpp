@@ -1,9 +1,11 @@
 // kakeya: the client CLI. Thin: global options and dispatch; subcommands in cmd/, logic in client/.
 #include <iostream>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "bridge/cli_parse.h"
 #include "bridge/version.h"
 #include "client/cmd/commands.h"
 #include "client/output.h"
@@ -31,20 +33,15 @@ int main(int argc, char** argv) {
       cmd::add_wait(app, g),    cmd::add_status(app, g),  cmd::add_fetch(app, g),
       cmd::add_cancel(app, g),  cmd::add_list(app, g),    cmd::add_doctor(app, g),
       cmd::add_runners(app, g), cmd::add_gc(app, g),     cmd::add_gate(app, g),
-      cmd::add_verify(app, g)};
+      cmd::add_logs(app, g),    cmd::add_verify(app, g)};
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    report_error(kakeya::make_error(kakeya::errc::kUsage, std::string(e.what()) + " (see kakeya --help)"), kExitUsage);
-    return kExitUsage;
-  }
+  // A command line that cannot be parsed: exit 64, the error as JSON too when --json was given
+  // (CLI11 has not stored the flag's value when parsing stops).
+  const auto usage_error = [&](const std::string& reason) {
+    for (int i = 1; i < argc; ++i) g.json = g.json || std::string_view(argv[i]) == "--json";
+    report_error(g, kakeya::make_error(kakeya::errc::kUsage, reason), kExitUsage);
+  };
+  if (auto code = kakeya::parse_command_line(app, argc, argv, usage_error)) return *code;
   for (auto& c : commands) {
     if (c.app->parsed()) return c.run();
   }

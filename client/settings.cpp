@@ -79,21 +79,6 @@ fs::path executable_dir(const char* argv0) {
   return ".";
 }
 
-std::string describe_credentials_source(const GlobalOptions& opts) {
-  std::string out;
-  if (env("KAKEYA_GIT_TOKEN")) {
-    out = "environment (KAKEYA_GIT_TOKEN)";
-  } else if (auto f = env("KAKEYA_GIT_TOKEN_FILE")) {
-    out = "environment (KAKEYA_GIT_TOKEN_FILE=" + *f + ")";
-  } else if (opts.credentials_file) {
-    out = "file " + opts.credentials_file->string();
-  } else {
-    out = "anonymous";
-  }
-  if (auto k = env("KAKEYA_GIT_SSH_KEY")) out += ", ssh key " + *k;
-  return out;
-}
-
 std::string default_requested_by() {
   if (auto v = env("KAKEYA_REQUESTED_BY")) return *v;
   std::string user;

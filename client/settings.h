@@ -6,15 +6,18 @@
 #include <string>
 #include <vector>
 
+#include "bridge/exit_codes.h"
 #include "bridge/layout.h"
 #include "bridge/result.h"
 
 namespace kakeya::client {
 
-// Exit codes shared by every subcommand (wait/run add 2 and 3, see wait_outcome.h).
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;
-inline constexpr int kExitUsage = 64;  // EX_USAGE (sysexits.h)
+// Exit codes shared by every subcommand: bridge/exit_codes.h (wait/run add 2 and 3, see
+// wait_outcome.h).
+using kakeya::kExitFailure;
+using kakeya::kExitOk;
+using kakeya::kExitRemote;
+using kakeya::kExitUsage;
 
 struct GlobalOptions {
   std::string remote;                              // --remote, else $KAKEYA_REMOTE
@@ -48,11 +51,6 @@ Result<std::filesystem::path> resolve_catalog_path(const GlobalOptions& opts);
 // Directory of the running executable: /proc/self/exe where available, else argv0 made
 // absolute; "." when neither works.
 std::filesystem::path executable_dir(const char* argv0);
-
-// Human description of where credentials come from (never a secret): "environment
-// (KAKEYA_GIT_TOKEN)", "environment (KAKEYA_GIT_TOKEN_FILE=<path>)", "file <path>", or
-// "anonymous"; plus ", ssh key <path>" when KAKEYA_GIT_SSH_KEY is set.
-std::string describe_credentials_source(const GlobalOptions& opts);
 
 // $KAKEYA_REQUESTED_BY, else "<user>@<host>" ($USER or $LOGNAME or getlogin(), gethostname()).
 std::string default_requested_by();

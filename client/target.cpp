@@ -30,7 +30,22 @@ Result<std::string> resolve_target(std::string_view arg, std::string_view prefix
                                    const std::vector<std::string>& branches) {
   if (arg.starts_with(kHeads)) arg.remove_prefix(kHeads.size());
   if (arg.empty()) return make_error(errc::kUsage, "empty BRANCH|NONCE argument");
-  if (std::find(branches.begin(), branches.end(), arg) != branches.end()) return std::string(arg);
+  auto advertised = [&](std::string_view name) { return std::find(branches.begin(), branches.end(), name) != branches.end(); };
+  if (advertised(arg)) return std::string(arg);
+  // Without the namespace: "env-probe-<nonce>" under the session's prefix first, then any branch
+  // that ends with "/<arg>" ("req/env-probe-<nonce>", or a leaf under another prefix).
+  if (const std::string under = std::string(prefix) + std::string(arg); advertised(under)) return under;
+  std::vector<std::string> tails;
+  for (const auto& b : branches) {
+    if (b.size() > arg.size() && b.ends_with(arg) && b[b.size() - arg.size() - 1] == '/') tails.push_back(b);
+  }
+  if (tails.size() == 1) return tails.front();
+  if (tails.size() > 1) {
+    std::string list;
+    for (const auto& m : tails) list += (list.empty() ? "" : ", ") + m;
+    return make_error(errc::kAmbiguous, "'" + bridge::printable(arg) + "' ends " + std::to_string(tails.size()) +
+                                            " branches: " + list + " (give the whole branch)");
+  }
   if (arg.find('/') != std::string_view::npos) {
     return make_error(errc::kNotFound, "branch '" + bridge::printable(arg) + "' does not exist on the remote");
   }

@@ -14,7 +14,10 @@ namespace kakeya::client {
 // "refs/heads/").
 //  - A leading "refs/heads/" on `arg` is stripped.
 //  - `arg` equal to an advertised branch -> that branch.
-//  - `arg` containing '/' -> taken as a branch name; error `not_found` if not advertised.
+//  - `prefix` + `arg` advertised (the branch without its namespace, "env-probe-<nonce>") -> it.
+//  - exactly one advertised branch ending in "/" + `arg` ("req/env-probe-<nonce>", or the leaf
+//    of a branch under another prefix) -> it; more than one is `ambiguous`.
+//  - `arg` containing '/' -> otherwise error `not_found`.
 //  - otherwise `arg` is a bare nonce: it matches every branch `<prefix><leaf>` (no '/' in the
 //    leaf) whose leaf contains "-<nonce>" preceded by a non-empty preset part and followed by the
 //    end of the leaf or by '-', '.' or '_' (where a suffix starts, bridge/branch.h: "-b876", ".2"

@@ -11,11 +11,13 @@
 
 namespace kakeya::client {
 
-// Progress: with `json`, JSON events on stdout ending with the "done" event; otherwise state
-// changes and new log lines on stderr when it is a TTY, then the human summary on stdout.
+// Progress: with `g.json`, JSON events on stdout ending with the "done" event; otherwise state
+// changes and new log lines on stderr when it is a TTY, then the human summary on stdout. A run
+// that ends in a terminal state other than succeeded also gets its reason and the last 20 lines
+// of its job log on stderr, TTY or not (client/run_log.h print_end_context).
 // `fetch_dir`: after the wait, copy `.kakeya/run/` of the last tip there (a fetch failure is
 // reported and turns exit 0 into 1).
-int wait_and_report(Session& session, const std::string& branch, const WaitOptions& wait, bool json,
+int wait_and_report(const GlobalOptions& g, Session& session, const std::string& branch, const WaitOptions& wait,
                     const std::optional<std::filesystem::path>& fetch_dir);
 
 }  // namespace kakeya::client

@@ -1,11 +1,13 @@
 // kakeya-engine: the inference engine's presets as subcommands. Thin: the library is the product.
 #include <CLI/CLI.hpp>
 
+#include "bridge/cli_parse.h"
 #include "bridge/version.h"
 #include "engine/cmd/commands.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"kakeya-engine — GGUF Llama inference presets on a backend (--backend cpu | vulkan[:N])"};
+  CLI::App app{"kakeya-engine — GGUF Llama inference presets on a backend (--backend cpu | vulkan[:N])",
+               "kakeya-engine"};
   app.set_version_flag("--version", kakeya::engine_version());
   app.require_subcommand(1);
   int exit_code = 0;
@@ -21,6 +23,8 @@ int main(int argc, char** argv) {
   kakeya::engine::cmd::add_perplexity(app, exit_code);
   kakeya::engine::cmd::add_selftest(app, exit_code);
   kakeya::engine::cmd::add_devices(app, exit_code);
-  CLI11_PARSE(app, argc, argv);
+  kakeya::engine::cmd::add_check_model(app, exit_code);
+  // A command line CLI11 cannot parse exits 64 (bridge/exit_codes.h), not CLI11's 105/106.
+  if (auto code = kakeya::parse_command_line(app, argc, argv)) return *code;
   return exit_code;
 }

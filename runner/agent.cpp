@@ -13,8 +13,11 @@
 #include "bridge/summary.h"
 #include "bridge/utf8.h"
 #include "bridge/version.h"
+#include "bridge/credentials.h"
+#include "runner/log_fields.h"
 #include "runner/publish.h"
 #include "runner/request_signing.h"
+#include "runner/workspace.h"
 
 namespace kakeya::runner {
 
@@ -45,8 +48,8 @@ std::string sanitize(const std::string& ref) {
 }
 }  // namespace
 
-Agent::Agent(RunnerConfig cfg, bridge::PresetCatalog catalog, bridge::Credentials creds)
-    : cfg_(std::move(cfg)), catalog_(std::move(catalog)), creds_(std::move(creds)) {}
+Agent::Agent(RunnerConfig cfg, bridge::PresetCatalog catalog, bridge::Credentials creds, Telemetry& telemetry)
+    : cfg_(std::move(cfg)), catalog_(std::move(catalog)), creds_(std::move(creds)), telemetry_(telemetry) {}
 
 Agent::~Agent() {
   cancel_all("runner shutting down");
@@ -66,7 +69,45 @@ Status Agent::init() {
   for (const char* d : {"cache", "jobs", "spool"}) fs::create_directories(cfg_.work_dir / d, ec);
   if (ec) return make_error(errc::kIo, "cannot create " + cfg_.work_dir.string() + ": " + ec.message());
   KAKEYA_ASSIGN_OR_RETURN(bus_, open_bus("discovery"));
+  tidy_workspace();
   return ok_status();
+}
+
+void Agent::tidy_workspace() {
+  std::set<fs::path> active;
+  {
+    std::lock_guard<std::mutex> lock(slots_mu_);
+    for (const auto& s : slots_) active.insert(s->job->dir());
+  }
+  const PruneResult pruned = prune_job_dirs(cfg_.work_dir / "jobs", active, cfg_.keep_failed_jobs,
+                                            cfg_.keep_failed_jobs_bytes);
+  if (pruned.removed > 0) {
+    spdlog::info("work_dir: removed {} old job directories; kept {} of failed jobs ({} bytes; keep_failed_jobs={})",
+                 pruned.removed, pruned.kept, pruned.kept_bytes, cfg_.keep_failed_jobs);
+  }
+  uint64_t active_bytes = 0;
+  for (const auto& dir : active) active_bytes += directory_bytes(dir);
+  telemetry_.set_work_dir_usage(pruned.kept_bytes + active_bytes, directory_bytes(cfg_.work_dir / "spool"), pruned.kept);
+  telemetry_.set_spool_depth(spool_depth());
+}
+
+std::vector<RunningJob> Agent::running_jobs() const {
+  std::lock_guard<std::mutex> lock(slots_mu_);
+  std::vector<RunningJob> out;
+  for (const auto& s : slots_) {
+    if (!s->done) out.push_back(s->job->info());
+  }
+  return out;
+}
+
+int Agent::spool_depth() const {
+  std::error_code ec;
+  int n = 0;
+  for (const auto& entry : fs::directory_iterator(cfg_.work_dir / "spool", ec)) {
+    std::error_code fec;
+    n += fs::exists(entry.path() / "meta.json", fec) ? 1 : 0;
+  }
+  return n;
 }
 
 bool Agent::can_run(const bridge::PresetSpec& preset, std::string* why) const {
@@ -92,16 +133,23 @@ int Agent::active_jobs() const {
 }
 
 void Agent::reap() {
-  std::lock_guard<std::mutex> lock(slots_mu_);
-  for (auto it = slots_.begin(); it != slots_.end();) {
-    if ((*it)->done) {
-      (*it)->thread.join();
-      active_refs_.erase((*it)->job->ref());
-      it = slots_.erase(it);
-    } else {
-      ++it;
+  bool reaped = false;
+  {
+    std::lock_guard<std::mutex> lock(slots_mu_);
+    for (auto it = slots_.begin(); it != slots_.end();) {
+      if ((*it)->done) {
+        (*it)->thread.join();
+        release(*(*it)->job);
+        active_refs_.erase((*it)->job->ref());
+        it = slots_.erase(it);
+        reaped = true;
+      } else {
+        ++it;
+      }
     }
   }
+  if (reaped) tidy_workspace();
+  telemetry_.set_running(running_jobs());
 }
 
 bool Agent::start_job(JobRequest req) {
@@ -115,7 +163,7 @@ bool Agent::start_job(JobRequest req) {
   const fs::path job_dir = cfg_.work_dir / "jobs" / name;
   const fs::path spool = cfg_.work_dir / "spool" / name;
   auto slot = std::make_unique<Slot>();
-  slot->job = std::make_unique<Job>(cfg_, std::move(req), std::move(bus).value(), job_dir, spool);
+  slot->job = std::make_unique<Job>(cfg_, std::move(req), std::move(bus).value(), job_dir, spool, telemetry_);
   Slot* raw = slot.get();
   std::lock_guard<std::mutex> lock(slots_mu_);
   active_refs_.insert(raw->job->ref());
@@ -125,6 +173,11 @@ bool Agent::start_job(JobRequest req) {
     raw->done = true;
   });
   slots_.push_back(std::move(slot));
+  std::vector<RunningJob> running;
+  for (const auto& s : slots_) {
+    if (!s->done) running.push_back(s->job->info());
+  }
+  telemetry_.set_running(std::move(running));
   return true;
 }
 
@@ -185,6 +238,11 @@ void Agent::publish_terminal_without_run(const BranchView& view, RunState state,
   }
   t.receipt = commit.value();
   t.receipt_state = what;
+  t.receipt_reason = line;
+  t.receipt_preset.clear();
+  if (view.request_json) {
+    if (auto m = bridge::parse_request(*view.request_json); m.ok()) t.receipt_preset = m->preset;
+  }
   push_receipt(view.ref, view.tip);
 }
 
@@ -192,13 +250,19 @@ void Agent::push_receipt(const std::string& ref, const std::string& expected_tip
   Tracked& t = tracked_[ref];
   auto pushed = bus_->push_cas(ref, *t.receipt, expected_tip);
   if (pushed.ok() && pushed.value() == bridge::PushOutcome::Won) {
-    spdlog::info("{}: {} receipt published", shown(ref), t.receipt_state);
+    {
+      ScopedLogFields f{{"branch", std::string(bridge::strip_heads_prefix(ref))}, {"state", t.receipt_state}};
+      spdlog::info("{}: {} receipt published", shown(ref), t.receipt_state);
+    }
+    telemetry_.job_finished(JobOutcome{std::string(bridge::strip_heads_prefix(ref)), t.receipt_preset, t.receipt_state,
+                                       t.receipt_reason, bridge::now_rfc3339(), std::nullopt});
     t = Tracked{*t.receipt, true, clock_type::now(), std::nullopt};
     return;
   }
   back_off(t);
   const double in_s = std::chrono::duration<double>(t.retry_at - clock_type::now()).count();
   if (!pushed.ok()) {
+    ScopedLogFields f{{"branch", std::string(bridge::strip_heads_prefix(ref))}, {"error_code", pushed.error().code.str()}};
     spdlog::warn("{}: {} push failed (try {}; again in {:.0f}s): {}", shown(ref), t.receipt_state, t.failures, in_s,
                  pushed.error().str());
   } else {
@@ -405,8 +469,10 @@ void Agent::flush_spool() {
       fs::remove_all(entry.path(), ec);
       continue;
     }
+    tick();
     const auto outcome = publish_final(*bus_, pub.value(), runner_author(cfg_), 0);
     if (outcome == PublishOutcome::RetryLater) continue;
+    if (outcome == PublishOutcome::Fenced) telemetry_.fenced();
     spdlog::info("spool {}: {}", shown(pub->ref), outcome == PublishOutcome::Published ? "published" : "dropped (fenced or gone)");
     fs::remove_all(entry.path(), ec);
   }
@@ -538,6 +604,7 @@ Result<PollStats> Agent::poll_once() {
     it = present.count(it->first) ? std::next(it) : tracked_.erase(it);  // branch deleted (gc)
   }
   for (const auto& ref : receipts) {
+    tick();
     try {
       push_receipt(ref, tracked_[ref].oid);
     } catch (const std::exception& e) {
@@ -546,6 +613,7 @@ Result<PollStats> Agent::poll_once() {
     }
   }
   for (const auto& ref : unchanged) {
+    tick();
     const BranchView view = *tracked_[ref].view;  // copy: handle_branch may update tracked_
     handle_branch_guarded(view, stats);
   }
@@ -553,6 +621,7 @@ Result<PollStats> Agent::poll_once() {
   KAKEYA_ASSIGN_OR_RETURN(auto oids, fetch_isolated(changed));
   stats.fetched = static_cast<int>(oids.size());
   for (const auto& entry : changed) {
+    tick();
     const std::string& ref = entry.first;
     auto it = oids.find(ref);
     if (it == oids.end() || it->second.empty()) continue;
@@ -582,6 +651,23 @@ Result<PollStats> Agent::poll_guarded() {
   } catch (...) {
     return make_error(errc::kInternal, "poll failed with an unknown exception");
   }
+}
+
+Result<PollStats> Agent::poll_reported() {
+  const auto t0 = clock_type::now();
+  auto stats = poll_guarded();
+  const double seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
+  telemetry_.poll_finished(seconds, stats.ok() ? std::nullopt : std::optional<Error>(stats.error()));
+  telemetry_.set_spool_depth(spool_depth());
+  telemetry_.set_running(running_jobs());
+  if (!stats.ok()) {
+    const Error told = bridge::explain_auth_failure(stats.error(), cfg_.remote_url, creds_,
+                                                    "credentials_file in " + cfg_.source_path.string());
+    ScopedLogFields f{{"error_code", told.code.str()}};
+    spdlog::warn("poll failed: {}", told.str());
+  }
+  if (hooks_.polled) hooks_.polled(stats);
+  return stats;
 }
 
 std::chrono::duration<double> Agent::next_poll_delay(bool had_error) {
@@ -619,19 +705,32 @@ void Agent::wait_jobs() {
   }
   for (auto& s : slots) {
     if (s->thread.joinable()) s->thread.join();
+    release(*s->job);
   }
+}
+
+void Agent::release(const Job& job) {
+  // Kept for debugging only when an outcome other than success was published or spooled.
+  const auto state = job.final_state();
+  release_job_dir(job.dir(), state.has_value() && *state != RunState::Succeeded);
 }
 
 Status Agent::run_daemon(const std::atomic<int>& stop) {
   spdlog::info("runner {} serving {} (patterns: {}), max_jobs {}", cfg_.runner_id, bridge::redact_url(cfg_.remote_url),
                fmt::join(cfg_.branch_patterns, ", "), cfg_.max_jobs);
+  telemetry_.set_phase("serving");
   while (stop.load() == 0) {
-    auto stats = poll_guarded();
-    if (!stats.ok()) spdlog::warn("poll failed: {}", stats.error().str());
+    tick();
+    auto stats = poll_reported();
     const auto delay = next_poll_delay(!stats.ok());
     const auto until = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(delay);
-    while (stop.load() == 0 && clock_type::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    while (stop.load() == 0 && clock_type::now() < until) {
+      tick();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
   }
+  telemetry_.set_phase("draining");
+  if (hooks_.draining) hooks_.draining(stop.load() >= 2 ? 0.0 : cfg_.shutdown_grace_s);
   if (stop.load() >= 2) {
     spdlog::warn("cancelling {} running job(s)", active_jobs());
     cancel_all("runner stopped (second signal)");
@@ -640,6 +739,10 @@ Status Agent::run_daemon(const std::atomic<int>& stop) {
     const auto deadline = clock_type::now() + std::chrono::duration<double>(cfg_.shutdown_grace_s);
     while (active_jobs() > 0) {
       reap();
+      tick();
+      if (hooks_.draining) {
+        hooks_.draining(std::max(0.0, std::chrono::duration<double>(deadline - clock_type::now()).count()));
+      }
       beat_runner("draining", false);
       if (stop.load() >= 2 || clock_type::now() >= std::chrono::time_point_cast<clock_type::duration>(deadline)) {
         cancel_all(stop.load() >= 2 ? "runner stopped (second signal)" : "runner shutdown grace expired");
@@ -651,6 +754,9 @@ Status Agent::run_daemon(const std::atomic<int>& stop) {
   wait_jobs();
   flush_spool();
   beat_runner("stopped", true);
+  tidy_workspace();
+  telemetry_.set_running({});
+  telemetry_.set_phase("stopped");
   return ok_status();
 }
 
@@ -658,7 +764,7 @@ Status Agent::run_once(double max_seconds, const std::atomic<int>& stop) {
   const auto deadline = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
                                                 std::chrono::duration<double>(max_seconds));
   while (stop.load() == 0) {
-    KAKEYA_ASSIGN_OR_RETURN(auto stats, poll_guarded());
+    KAKEYA_ASSIGN_OR_RETURN(auto stats, poll_reported());
     if (stats.started == 0 && stats.pending == 0 && active_jobs() == 0) break;
     if (clock_type::now() >= deadline) {
       cancel_all("runner once: deadline reached");
@@ -671,6 +777,9 @@ Status Agent::run_once(double max_seconds, const std::atomic<int>& stop) {
   wait_jobs();
   flush_spool();
   beat_runner("stopped", true);
+  tidy_workspace();
+  telemetry_.set_running({});
+  telemetry_.set_phase("stopped");
   return ok_status();
 }
 

@@ -27,6 +27,7 @@
 // REQUIRES: one thread calls poll_once()/run_*; jobs run on their own threads.
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -44,6 +45,7 @@
 #include "runner/config.h"
 #include "runner/job.h"
 #include "runner/runner_beat.h"
+#include "runner/telemetry.h"
 
 namespace kakeya::runner {
 
@@ -55,12 +57,33 @@ struct PollStats {
   int pending = 0;        // queued requests this runner could run but had no slot for
 };
 
+// What the serve loop reports as it goes; runner/cmd/serve.cpp wires it to systemd
+// (runner/service_notify.h) and the state file (runner/status_file.h). Hooks run on the loop's
+// thread; any may be empty.
+struct LoopHooks {
+  // Called at least every 50 ms while serving or draining, and between the branches of a poll
+  // (the watchdog's proof of life: a poll that blocks in git blocks it too, for at most
+  // git_timeout_s per operation).
+  std::function<void()> tick;
+  // After each poll, with its outcome.
+  std::function<void(const Result<PollStats>&)> polled;
+  // When draining starts and then while jobs still run, with the seconds left of shutdown_grace_s
+  // (0 after a second signal: jobs are being cancelled).
+  std::function<void(double remaining_s)> draining;
+};
+
 class Agent {
  public:
-  Agent(RunnerConfig cfg, bridge::PresetCatalog catalog, bridge::Credentials creds);
+  // Events (polls, claims, outcomes, running jobs, spool, disk use) go to `telemetry`.
+  // REQUIRES: telemetry outlives the agent.
+  Agent(RunnerConfig cfg, bridge::PresetCatalog catalog, bridge::Credentials creds, Telemetry& telemetry);
   ~Agent();
 
-  Status init();                     // opens the bus and the work dirs
+  void set_hooks(LoopHooks hooks) { hooks_ = std::move(hooks); }
+
+  // Opens the bus and the work dirs; prunes job directories left by an earlier run
+  // (runner/workspace.h).
+  Status init();
   Result<PollStats> poll_once();     // one discovery pass (non-blocking: jobs run in threads)
   // poll_once behind an exception wall (error `internal`): what run_daemon and run_once call, so
   // nothing thrown while polling ends the runner; the loop backs off as for any poll error.
@@ -75,6 +98,9 @@ class Agent {
   int active_jobs() const;
   void cancel_all(const std::string& reason);
   void wait_jobs();
+  // The jobs running now, and the finished results waiting in the spool.
+  std::vector<RunningJob> running_jobs() const;
+  int spool_depth() const;
 
  private:
   struct Tracked {
@@ -86,6 +112,7 @@ class Agent {
     // again at `retry_at`, without re-reading the branch. Cleared when the tip moves.
     std::optional<std::string> receipt;
     std::string receipt_state;
+    std::string receipt_preset, receipt_reason;  // for the outcome reported when it is published
     // `oid` could not be fetched or read at all (nor given a receipt): fetched again at retry_at.
     bool unreadable = false;
     int failures = 0;                                  // consecutive failures, for the back-off
@@ -118,7 +145,16 @@ class Agent {
   bool can_run(const bridge::PresetSpec& preset, std::string* why) const;
   bool start_job(JobRequest req);
   void reap();
+  // A finished job's directory: removed, or kept when it did not succeed (runner/workspace.h).
+  static void release(const Job& job);
+  // Prunes kept job directories and reports disk use and spool depth to telemetry_.
+  void tidy_workspace();
   void flush_spool();
+  // poll_guarded, timed and reported to telemetry_ and hooks_.polled.
+  Result<PollStats> poll_reported();
+  void tick() const {
+    if (hooks_.tick) hooks_.tick();
+  }
   Result<std::unique_ptr<bridge::GitBus>> open_bus(const std::string& name);
   std::chrono::duration<double> next_poll_delay(bool had_error);
   // Pushes runner.json on kakeya/runners/<id> when due (or always when `force`); logs failures.
@@ -127,6 +163,8 @@ class Agent {
   RunnerConfig cfg_;
   bridge::PresetCatalog catalog_;
   bridge::Credentials creds_;
+  Telemetry& telemetry_;
+  LoopHooks hooks_;
   std::unique_ptr<bridge::GitBus> bus_;
   std::map<std::string, Tracked> tracked_;           // ref -> last classification
   mutable std::mutex slots_mu_;

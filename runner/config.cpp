@@ -11,6 +11,7 @@
 #include "bridge/error_codes.h"
 #include "bridge/names.h"
 #include "bridge/yaml_strict.h"
+#include "runner/metrics_server.h"
 
 namespace kakeya::runner {
 namespace {
@@ -39,7 +40,8 @@ constexpr const char* kTopKeys[] = {
     "remote_url",   "credentials_file", "branch_patterns", "runner_id",    "labels",           "work_dir",
     "catalog_path", "models",           "poll_interval_s", "poll_jitter",  "heartbeat_s",      "lease_s",
     "max_jobs",     "secret_env",       "log_cap_bytes",   "kill_grace_s", "shutdown_grace_s", "tool_dirs",
-    "identity",     "git_timeout_s",    "publish_retry_s", "request_signing"};
+    "identity",     "git_timeout_s",    "publish_retry_s", "request_signing", "metrics_listen",
+    "health_poll_failure_s", "keep_failed_jobs", "keep_failed_jobs_bytes"};
 
 // scheme://user:password@host... carries a secret that would end up in logs and status files.
 bool url_has_password(std::string_view url) {
@@ -226,6 +228,21 @@ Result<RunnerConfig> parse_node(const bridge::YamlNode& root, const std::filesys
       KAKEYA_ASSIGN_OR_RETURN(policy.presets[principal], value.string_list(what));
     }
     c.request_signing = std::move(policy);
+  }
+  if (const YamlNode listen = root.get("metrics_listen"); !listen.is_null()) {
+    KAKEYA_ASSIGN_OR_RETURN(std::string text, listen.string("metrics_listen"));
+    if (auto a = parse_listen_address(text); !a.ok()) return listen.error(errc::kBadValue, a.error().message);
+    c.metrics_listen = text;
+  }
+  KAKEYA_TRY(number("health_poll_failure_s", c.health_poll_failure_s, 1, 604800));
+  if (root.get("keep_failed_jobs").present()) {
+    KAKEYA_ASSIGN_OR_RETURN(int64_t n, root.get("keep_failed_jobs").integer("keep_failed_jobs", 0, 1000));
+    c.keep_failed_jobs = static_cast<int>(n);
+  }
+  if (root.get("keep_failed_jobs_bytes").present()) {
+    KAKEYA_ASSIGN_OR_RETURN(c.keep_failed_jobs_bytes, root.get("keep_failed_jobs_bytes")
+                                                          .byte_size("keep_failed_jobs_bytes", std::size_t{1} << 20,
+                                                                     std::size_t{1} << 40));
   }
   return c;
 }

@@ -45,6 +45,15 @@ struct RunnerConfig {
   bridge::CommitAuthor identity{"kakeya-runner", "runner@kakeya.invalid"};
   // Unset (the default): request commits need no signature. Set: runner/request_signing.h.
   std::optional<RequestSigningPolicy> request_signing;
+  // Observation (runner/metrics_server.h): loopback HOST:PORT for /metrics and /healthz; off
+  // when absent. /healthz is unhealthy once polls have failed for health_poll_failure_s.
+  std::optional<std::string> metrics_listen;
+  double health_poll_failure_s = 300;                       // [1, 604800]
+  // Workspace retention (runner/workspace.h): a job's directory under work_dir/jobs/ is removed
+  // once its result is published, except for the newest keep_failed_jobs jobs that did not
+  // succeed, which are kept while they take at most keep_failed_jobs_bytes together.
+  int keep_failed_jobs = 5;                                 // [0, 1000]
+  std::size_t keep_failed_jobs_bytes = std::size_t{1} << 30;  // [1 MiB, 1 TiB]; "1GiB" accepted
 
   std::filesystem::path source_path;  // the file this was loaded from (absolute), for messages
 };

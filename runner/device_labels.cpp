@@ -3,14 +3,13 @@
 #include <algorithm>
 #include <string>
 
+#include "runner/engine_check.h"
 #include "runner/process.h"
 
 namespace kakeya::runner {
 
 std::vector<std::string> detect_device_labels(const RunnerConfig& config, std::string* why) {
-  std::vector<std::filesystem::path> dirs = config.tool_dirs;
-  dirs.push_back(self_exe_dir());
-  auto engine = resolve_program("kakeya-engine", dirs);
+  auto engine = find_engine(config);
   if (!engine.ok()) {
     *why = "no kakeya-engine: " + engine.error().message;
     return {};

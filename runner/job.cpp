@@ -20,7 +20,8 @@
 #include "bridge/summary.h"
 #include "bridge/utf8.h"
 #include "bridge/version.h"
-#include "runner/job_log.h"
+#include "runner/job_output.h"
+#include "runner/log_fields.h"
 #include "runner/process.h"
 #include "runner/publish.h"
 
@@ -72,9 +73,12 @@ bridge::CommitAuthor runner_author(const RunnerConfig& cfg) {
 }
 
 Job::Job(const RunnerConfig& cfg, JobRequest req, std::unique_ptr<bridge::GitBus> bus, fs::path job_dir,
-         fs::path spool_dir)
-    : cfg_(cfg), req_(std::move(req)), bus_(std::move(bus)), dir_(std::move(job_dir)),
-      spool_dir_(std::move(spool_dir)) {}
+         fs::path spool_dir, Telemetry& telemetry)
+    : cfg_(cfg), req_(std::move(req)), telemetry_(telemetry), bus_(std::move(bus)), dir_(std::move(job_dir)),
+      spool_dir_(std::move(spool_dir)) {
+  info_ = RunningJob{std::string(bridge::strip_heads_prefix(req_.view.ref)), req_.preset->name, req_.claim_gen,
+                     req_.attempt, bridge::now_rfc3339()};
+}
 
 void Job::cancel(const std::string& reason) {
   std::lock_guard<std::mutex> lock(cancel_mu_);
@@ -82,27 +86,31 @@ void Job::cancel(const std::string& reason) {
   cancel_requested_ = true;
 }
 
-// Pushes `st` as the new status on top of tip_ (CAS). Returns false if the CAS was lost or the
-// push failed; tip_ and status_ are updated on success.
-bool Job::push_status(bridge::RunStatus st, const std::string& what) {
+// Pushes `st` as the new status on top of tip_ (CAS); tip_ and status_ are updated when it won.
+Job::Push Job::push_status(bridge::RunStatus st, const std::string& what) {
   st.updated_at = bridge::now_rfc3339();
   auto commit = make_runner_commit(*bus_, tip_, {status_change(st)}, what, runner_author(cfg_));
   if (!commit.ok()) {
     spdlog::warn("{}: cannot build {} commit: {}", shown_ref(), what, commit.error().str());
-    return false;
+    return Push::Failed;
   }
   auto pushed = bus_->push_cas(ref(), commit.value(), tip_);
   if (!pushed.ok()) {
+    ScopedLogFields f{{"error_code", pushed.error().code.str()}};
     spdlog::warn("{}: {} push failed: {}", shown_ref(), what, pushed.error().str());
-    return false;
+    return Push::Failed;
   }
-  if (pushed.value() != bridge::PushOutcome::Won) return false;
+  if (pushed.value() != bridge::PushOutcome::Won) return Push::Lost;
   tip_ = commit.value();
   status_ = std::move(st);
-  return true;
+  return Push::Won;
 }
 
 JobEnd Job::run() {
+  ScopedLogFields fields{{"branch", info_.branch},
+                         {"preset", info_.preset},
+                         {"claim_gen", info_.claim_gen},
+                         {"attempt", info_.attempt}};
   std::string what;
   try {
     return run_unguarded();
@@ -157,10 +165,14 @@ JobEnd Job::run_unguarded() {
   claim.claim_gen = req_.claim_gen;
   claim.attempt = req_.attempt;
   claim.reason = req_.takeover_note.empty() ? "claimed by " + cfg_.runner_id : req_.takeover_note;
-  if (!push_status(claim, "claim " + preset.name + " (gen " + std::to_string(req_.claim_gen) + ")")) {
-    spdlog::info("{}: claim lost", shown_ref());
+  telemetry_.claim_attempted();
+  const Push claimed = push_status(claim, "claim " + preset.name + " (gen " + std::to_string(req_.claim_gen) + ")");
+  if (claimed != Push::Won) {
+    if (claimed == Push::Lost) telemetry_.claim_lost();
+    spdlog::info("{}: claim {}", shown_ref(), claimed == Push::Lost ? "lost" : "not pushed");
     return JobEnd::ClaimLost;
   }
+  telemetry_.claim_won();
   claimed_ = true;
   spdlog::info("{}: claimed (gen {}, attempt {})", shown_ref(), req_.claim_gen, req_.attempt);
 
@@ -217,22 +229,24 @@ JobEnd Job::run_unguarded() {
   running.started_at = bridge::now_rfc3339();
   running.heartbeat_seq = 1;
   running.reason = "running";
-  if (!push_status(running, "running " + preset.name)) {
+  if (push_status(running, "running " + preset.name) != Push::Won) {
     auto view = fetch_branch_view(*bus_, ref());
     if (view.ok() && view->cancel_requested && view->status && view->status->claim_gen == req_.claim_gen) {
       tip_ = view->tip;
       return finish(RunState::Cancelled, "cancelled by client before the command started", argv, std::nullopt, "");
     }
     spdlog::warn("{}: lost the branch before starting; not running", shown_ref());
+    telemetry_.fenced();
     return JobEnd::Fenced;
   }
 
   // 4. Execute: argv only, own process group, allow-listed environment, timeout enforced.
-  auto log = JobLog::create(dir_ / "job.log", cfg_.log_cap_bytes, secret_values(cfg_));
-  if (!log.ok()) {
-    return finish(RunState::InfraError, "cannot create job log: " + log.error().message, argv, std::nullopt, "");
+  auto output = JobOutput::create(dir_, cfg_.log_cap_bytes, secret_values(cfg_));
+  if (!output.ok()) {
+    return finish(RunState::InfraError, "cannot create job log: " + output.error().message, argv, std::nullopt, "");
   }
-  JobLog& jl = log.value();
+  JobOutput& jo = *output.value();
+  JobLog& jl = jo.combined();
   const std::string started_at = status_.started_at;
   ProcessSpec spec;
   spec.argv = argv;
@@ -245,9 +259,9 @@ JobEnd Job::run_unguarded() {
   spec.cwd = dir_;
   spec.timeout_s = static_cast<double>(preset.timeout_s);
   spec.kill_grace_s = cfg_.kill_grace_s;
-  auto proc = Process::spawn(spec, [&jl](int, std::string_view data) { jl.write(data); });
+  auto proc = Process::spawn(spec, [&jo](int stream, std::string_view data) { jo.write(stream, data); });
   if (!proc.ok()) {
-    jl.close();
+    jo.close();
     return finish(RunState::Failed, "spawn failed: " + proc.error().message, argv, std::nullopt,
                   read_file(jl.path()));
   }
@@ -287,7 +301,9 @@ JobEnd Job::run_unguarded() {
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     beat.progress = {{"elapsed_s", elapsed}, {"log_bytes", jl.bytes_written()},
                      {"timeout_s", preset.timeout_s}};
-    if (push_status(beat, "heartbeat " + std::to_string(beat.heartbeat_seq))) continue;
+    const Push beat_push = push_status(beat, "heartbeat " + std::to_string(beat.heartbeat_seq));
+    if (beat_push == Push::Won) continue;
+    if (beat_push == Push::Lost) telemetry_.heartbeat_conflict();
     // Rejected (or failed) heartbeat: refetch and find out why.
     auto view = fetch_branch_view(*bus_, ref());
     if (!view.ok()) {
@@ -299,6 +315,7 @@ JobEnd Job::run_unguarded() {
       spdlog::warn("{}: fenced (claim_gen {} by {}), killing the job", shown_ref(), st ? st->claim_gen : 0,
                    st ? st->runner_id : "?");
       fenced = true;
+      telemetry_.fenced();
       p.cancel();
       break;
     }
@@ -310,7 +327,7 @@ JobEnd Job::run_unguarded() {
   }
   ProcessResult result = done_f.get();
   waiter.join();
-  jl.close();
+  jo.close();
   if (fenced) return JobEnd::Fenced;
 
   // A cancel that arrived while we were not heartbeating is still honoured.
@@ -428,7 +445,14 @@ JobEnd Job::finish(RunState state, const std::string& reason, std::vector<std::s
 
   changes.push_back(status_change(st));
   changes.push_back({std::string(bridge::kSummaryPath), bridge::summary_json_text(summary)});
-  changes.push_back({std::string(bridge::kLogsDir) + "job.log", log_text});
+  changes.push_back({std::string(bridge::kLogsDir) + JobOutput::kCombinedFile, log_text});
+  // stdout and stderr apart, when the command ran (runner/job_output.h).
+  for (const char* stream_file : {JobOutput::kStdoutFile, JobOutput::kStderrFile}) {
+    std::error_code ec;
+    if (summary.run->command && fs::is_regular_file(dir_ / stream_file, ec)) {
+      changes.push_back({std::string(bridge::kLogsDir) + stream_file, read_file(dir_ / stream_file)});
+    }
+  }
   changes.push_back({std::string(bridge::kGatePath), bridge::to_json_file(gate)});
 
   FinalPublish pub;
@@ -438,11 +462,18 @@ JobEnd Job::finish(RunState state, const std::string& reason, std::vector<std::s
   pub.tip = tip_;
   pub.what = bridge::to_string(state) + std::string(" ") + preset.name;
   pub.changes = std::move(changes);
+  JobOutcome outcome{info_.branch, preset.name, bridge::to_string(state), st.reason, st.updated_at, std::nullopt};
+  if (summary.run && summary.run->command) outcome.duration_s = summary.run->command->duration_s;
+  ScopedLogFields fields{{"state", outcome.state},
+                         {"duration_s", outcome.duration_s ? nlohmann::json(*outcome.duration_s) : nlohmann::json()}};
   switch (publish_final(*bus_, pub, runner_author(cfg_), cfg_.publish_retry_s)) {
     case PublishOutcome::Published:
       spdlog::info("{}: published {} ({})", shown_ref(), bridge::to_string(state), st.reason);
+      final_state_ = state;
+      telemetry_.job_finished(outcome);
       return JobEnd::Published;
     case PublishOutcome::Fenced:
+      telemetry_.fenced();
       return JobEnd::Fenced;
     case PublishOutcome::Gone:
       return JobEnd::Gone;
@@ -452,6 +483,8 @@ JobEnd Job::finish(RunState state, const std::string& reason, std::vector<std::s
   auto spooled = spool_write(spool_dir_, pub);
   if (!spooled.ok()) spdlog::error("{}: cannot spool result: {}", shown_ref(), spooled.error().str());
   spdlog::warn("{}: remote unreachable; result spooled in {}", shown_ref(), spool_dir_.string());
+  final_state_ = state;
+  telemetry_.job_finished(outcome);
   return JobEnd::Spooled;
 }
 

@@ -23,6 +23,7 @@
 #include "bridge/summary.h"
 #include "runner/branch_view.h"
 #include "runner/config.h"
+#include "runner/telemetry.h"
 
 namespace kakeya::runner {
 
@@ -48,9 +49,11 @@ const char* to_string(JobEnd);
 
 class Job {
  public:
-  // `bus` is this job's own connection (GitBus needs external synchronization).
+  // `bus` is this job's own connection (GitBus needs external synchronization). Claims,
+  // heartbeat conflicts, fencing and the outcome are reported to `telemetry`.
+  // REQUIRES: cfg and telemetry outlive the job.
   Job(const RunnerConfig& cfg, JobRequest req, std::unique_ptr<bridge::GitBus> bus,
-      std::filesystem::path job_dir, std::filesystem::path spool_dir);
+      std::filesystem::path job_dir, std::filesystem::path spool_dir, Telemetry& telemetry);
 
   // Runs to the end. Thread: the job's own. Never throws: an exception inside (a bug, memory)
   // is logged and, once the claim is ours, ends the run `infra_error` with the reason.
@@ -60,13 +63,19 @@ class Job {
   void cancel(const std::string& reason);
 
   const std::string& ref() const { return req_.view.ref; }
+  const std::filesystem::path& dir() const { return dir_; }
   bool command_started() const { return command_started_.load(); }
+  // What the job is, for the runner's status (branch, preset, claim_gen, attempt, started_at).
+  const RunningJob& info() const { return info_; }
+  // The terminal state this job published or spooled; nullopt when it published none (claim
+  // lost, fenced, branch gone). REQUIRES: run() returned.
+  std::optional<bridge::RunState> final_state() const { return final_state_; }
 
  private:
-  struct Outcome;
+  enum class Push { Won, Lost, Failed };  // a status push: CAS won, CAS lost, or no answer
   JobEnd run_unguarded();
   std::string shown_ref() const;  // the branch for log lines (escaped)
-  bool push_status(bridge::RunStatus st, const std::string& what);
+  Push push_status(bridge::RunStatus st, const std::string& what);
   // The final commit: status, summary (argv and, when the command was started, its outcome),
   // logs, declared results and the gate verdict.
   JobEnd finish(bridge::RunState state, const std::string& reason, std::vector<std::string> argv,
@@ -74,6 +83,9 @@ class Job {
 
   const RunnerConfig& cfg_;
   JobRequest req_;
+  Telemetry& telemetry_;
+  RunningJob info_;
+  std::optional<bridge::RunState> final_state_;
   std::unique_ptr<bridge::GitBus> bus_;
   std::filesystem::path dir_;
   std::filesystem::path spool_dir_;

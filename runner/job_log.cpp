@@ -28,6 +28,7 @@ struct JobLog::State {
   std::string tail;
   std::optional<Error> error;
   std::unique_ptr<LogFilter> filter;
+  JobLog::Tee tee;
 
   // REQUIRES: mu held.
   void put_raw(std::string_view data) {
@@ -49,6 +50,7 @@ struct JobLog::State {
 
   // Redacted, well-formed bytes (whole characters) arrive here. REQUIRES: mu held.
   void sink(std::string_view data) {
+    if (tee) tee(data);
     if (truncated) {
       dropped += data.size();
       return;
@@ -78,7 +80,7 @@ JobLog& JobLog::operator=(JobLog&& other) noexcept {
 JobLog::~JobLog() { close(); }
 
 Result<JobLog> JobLog::create(const std::filesystem::path& path, std::size_t cap_bytes,
-                              std::vector<std::string> secrets) {
+                              std::vector<std::string> secrets, Tee tee) {
   if (cap_bytes == 0) return make_error(errc::kBadValue, "log cap_bytes must be > 0, got 0");
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
   if (fd < 0) return make_error(errc::kIo, "open " + path.string() + ": " + std::strerror(errno));
@@ -86,6 +88,7 @@ Result<JobLog> JobLog::create(const std::filesystem::path& path, std::size_t cap
   st->path = path;
   st->cap = cap_bytes;
   st->fd = fd;
+  st->tee = std::move(tee);
   State* raw = st.get();
   st->filter = std::make_unique<LogFilter>(secrets, [raw](std::string_view d) { raw->sink(d); });
   return JobLog(std::move(st));

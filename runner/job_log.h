@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,11 +31,15 @@ class JobLog {
   // How much of the written log tail() can return (the most recent bytes, kept in memory).
   static constexpr std::size_t kTailKeepBytes = 64 * 1024;
 
+  // Receives every filtered chunk (redacted, whole UTF-8 characters) before the cap applies.
+  using Tee = std::function<void(std::string_view)>;
+
   // Creates (truncating) `path` with mode 0640. `cap_bytes` must be > 0. Secrets shorter than
-  // kMinSecretLen are not redacted (see ignored_secrets()).
+  // kMinSecretLen are not redacted (see ignored_secrets()). `tee`, when set, is called with the
+  // filtered bytes under the log's lock (runner/job_output.h interleaves two streams with it).
   // Errors: "bad_value" (cap 0), "io" (open failed; message names the path and errno).
   static Result<JobLog> create(const std::filesystem::path& path, std::size_t cap_bytes,
-                               std::vector<std::string> secrets);
+                               std::vector<std::string> secrets, Tee tee = nullptr);
 
   JobLog(JobLog&&) noexcept;
   JobLog& operator=(JobLog&&) noexcept;

@@ -9,6 +9,7 @@ PKGS=(
   libopenblas-dev
   libvulkan-dev mesa-vulkan-drivers vulkan-tools glslc
   clang libclang-rt-14-dev
+  libsystemd-dev systemd prometheus-cpp-dev
   lighttpd
   openssh-client openssh-server
   procps python3

@@ -12,16 +12,16 @@ Command add_cancel(CLI::App& root, GlobalOptions& g) {
   auto* sub = root.add_subcommand("cancel", "Ask the runner to cancel a request (no-op if already finished)");
   auto target = std::make_shared<std::string>();
   auto reason = std::make_shared<std::string>();
-  sub->add_option("target", *target, "Request branch or bare nonce")->required();
+  sub->add_option("target", *target, "Request branch (with or without its prefix), nonce or short name")->required();
   sub->add_option("--reason", *reason, "Why (recorded in cancel.json)");
   return {sub, [&g, target, reason]() {
             auto session = open_session(g);
-            if (!session.ok()) return fail(session.error());
+            if (!session.ok()) return fail(g, session.error());
             auto branch = resolve_branch_arg(*session, *target);
-            if (!branch.ok()) return fail(branch.error());
+            if (!branch.ok()) return fail(g, branch.error());
             const std::string by = default_requested_by();
             auto out = request_cancel(session->bus, *branch, by, reason->empty() ? "cancelled by " + by : *reason);
-            if (!out.ok()) return fail(out.error());
+            if (!out.ok()) return fail(g, out.error());
             if (g.json) {
               print_json({{"branch", *branch},
                           {"requested", out->requested},

@@ -29,6 +29,7 @@ Command add_doctor(CLI::App& root, GlobalOptions& g);
 Command add_runners(CLI::App& root, GlobalOptions& g);
 Command add_gc(CLI::App& root, GlobalOptions& g);
 Command add_gate(CLI::App& root, GlobalOptions& g);
+Command add_logs(CLI::App& root, GlobalOptions& g);
 Command add_verify(CLI::App& root, GlobalOptions& g);
 
 // Builds the manifest and pushes the request; prints nothing. Returns the exit code on error.

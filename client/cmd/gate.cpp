@@ -25,12 +25,12 @@ Command add_gate(CLI::App& root, GlobalOptions& g) {
             bool all_passed = true;
             for (const auto& path : *files) {
               std::ifstream in(path, std::ios::binary);
-              if (!in) return fail(make_error(errc::kIo, "cannot read report " + path));
+              if (!in) return fail(g, make_error(errc::kIo, "cannot read report " + path));
               std::ostringstream ss;
               ss << in.rdbuf();
               auto report = bridge::parse_json_strict(ss.str());
               if (!report.ok()) {
-                return fail(make_error(report.error().code, path + ": " + report.error().message));
+                return fail(g, make_error(report.error().code, path + ": " + report.error().message));
               }
               const auto verdict = bridge::evaluate_gate(report.value(), *rules);
               all_passed = all_passed && verdict.passed;

@@ -24,12 +24,12 @@ Command add_gc(CLI::App& root, GlobalOptions& g) {
   sub->add_flag("--yes,--no-dry-run", *yes, "Delete (the default when stdin is not a terminal)")->excludes(dry_flag);
   return {sub, [&g, older, dry, yes]() {
             auto limit = bridge::parse_duration_s(*older);
-            if (!limit.ok()) return report_error(limit.error(), kExitUsage);
+            if (!limit.ok()) return fail(g, limit.error());
             const bool dry_run = gc_is_dry_run(*dry, *yes, stdin_is_tty());
             auto session = open_session(g);
-            if (!session.ok()) return fail(session.error());
+            if (!session.ok()) return fail(g, session.error());
             auto report = gc_requests(session->bus, session->prefix, *limit, dry_run);
-            if (!report.ok()) return fail(report.error());
+            if (!report.ok()) return fail(g, report.error());
             int errors = 0;
             for (const auto& c : report->candidates) errors += c.outcome.starts_with("error") ? 1 : 0;
             if (g.json) {

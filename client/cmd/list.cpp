@@ -19,12 +19,12 @@ Command add_list(CLI::App& root, GlobalOptions& g) {
             std::optional<bridge::RunState> filter;
             if (!state->empty()) {
               filter = bridge::parse_run_state(*state);
-              if (!filter) return fail(make_error(errc::kBadState, "--state '" + *state + "' is not a run state"));
+              if (!filter) return fail(g, make_error(errc::kBadState, "--state '" + *state + "' is not a run state"));
             }
             auto session = open_session(g);
-            if (!session.ok()) return fail(session.error());
+            if (!session.ok()) return fail(g, session.error());
             auto entries = list_requests(session->bus, session->prefix, filter);
-            if (!entries.ok()) return fail(entries.error());
+            if (!entries.ok()) return fail(g, entries.error());
             if (g.json) {
               nlohmann::json arr = nlohmann::json::array();
               for (const auto& e : *entries) arr.push_back(list_entry_to_json(e));

@@ -27,13 +27,13 @@ Command add_presets(CLI::App& root, GlobalOptions& g) {
   sub->add_flag("--local", *local_only, "Show the local catalog without asking the remote");
   return {sub, [&g, name, within, local_only]() {
             auto within_s = bridge::parse_duration_s(*within);
-            if (!within_s.ok()) return report_error(within_s.error(), kExitUsage);
+            if (!within_s.ok()) return fail(g, within_s.error());
             auto offered = offered_presets(g, *within_s, *local_only);
-            if (!offered.ok()) return fail(offered.error());
+            if (!offered.ok()) return fail(g, offered.error());
             if (!name->empty()) {
               std::erase_if(offered->presets, [&](const OfferedPreset& p) { return p.name != *name; });
               if (offered->presets.empty()) {
-                return fail(make_error(errc::kUnknownPreset, "preset '" + bridge::printable(*name) + "' is not offered (" +
+                return fail(g, make_error(errc::kUnknownPreset, "preset '" + bridge::printable(*name) + "' is not offered (" +
                                                              offered->note + ")"));
               }
             }

@@ -10,14 +10,14 @@ namespace kakeya::client::cmd {
 int submit(const GlobalOptions& g, const RequestOptions& opts, std::optional<Submission>& out,
            std::optional<Session>& session) {
   auto catalog = load_catalog(g);
-  if (!catalog.ok()) return fail(catalog.error());
+  if (!catalog.ok()) return fail(g, catalog.error());
   auto manifest = build_manifest(*catalog, opts);
-  if (!manifest.ok()) return fail(manifest.error());
+  if (!manifest.ok()) return fail(g, manifest.error());
   auto s = open_session(g);
-  if (!s.ok()) return fail(s.error());
+  if (!s.ok()) return fail(g, s.error());
   session.emplace(std::move(*s));
   auto sub = submit_request(*session, *manifest, opts);
-  if (!sub.ok()) return fail(sub.error());
+  if (!sub.ok()) return fail(g, sub.error());
   out = std::move(*sub);
   return kExitOk;
 }

@@ -31,7 +31,7 @@ Command add_run(CLI::App& root, GlobalOptions& g) {
             } else {
               std::cerr << "requested " << s->branch << std::endl;
             }
-            return wait_and_report(*session, s->branch, *wait, g.json, *fetch);
+            return wait_and_report(g, *session, s->branch, *wait, *fetch);
           }};
 }
 

@@ -33,11 +33,11 @@ Command add_runners(CLI::App& root, GlobalOptions& g) {
   sub->add_flag("--all", *all, "Every runner branch, however old");
   return {sub, [&g, within, all]() {
             auto limit = bridge::parse_duration_s(*within);
-            if (!limit.ok()) return report_error(limit.error(), kExitUsage);
+            if (!limit.ok()) return fail(g, limit.error());
             auto session = open_session(g);
-            if (!session.ok()) return fail(session.error());
+            if (!session.ok()) return fail(g, session.error());
             auto runners = list_runners(session->bus);
-            if (!runners.ok()) return fail(runners.error());
+            if (!runners.ok()) return fail(g, runners.error());
             std::vector<RunnerEntry> shown;
             for (auto& r : *runners) {
               if (*all || (r.age_s && *r.age_s <= *limit)) shown.push_back(std::move(r));

@@ -41,15 +41,15 @@ void print_human(const BranchSnapshot& s) {
 Command add_status(CLI::App& root, GlobalOptions& g) {
   auto* sub = root.add_subcommand("status", "Show the state of a request");
   auto target = std::make_shared<std::string>();
-  sub->add_option("target", *target, "Request branch or bare nonce")->required();
+  sub->add_option("target", *target, "Request branch (with or without its prefix), nonce or short name")->required();
   return {sub, [&g, target]() {
             auto session = open_session(g);
-            if (!session.ok()) return fail(session.error());
+            if (!session.ok()) return fail(g, session.error());
             auto branch = resolve_branch_arg(*session, *target);
-            if (!branch.ok()) return fail(branch.error());
+            if (!branch.ok()) return fail(g, branch.error());
             auto snap = fetch_snapshot(session->bus, *branch);
-            if (!snap.ok()) return fail(snap.error());
-            if (!*snap) return fail(make_error(errc::kNotFound, "branch '" + *branch + "' disappeared"));
+            if (!snap.ok()) return fail(g, snap.error());
+            if (!*snap) return fail(g, make_error(errc::kNotFound, "branch '" + *branch + "' disappeared"));
             if (g.json) {
               print_json(snapshot_to_json(**snap));
             } else {

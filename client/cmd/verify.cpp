@@ -63,7 +63,7 @@ Command add_verify(CLI::App& root, GlobalOptions& g) {
                 "files at the tip are the ones the runner signed");
   auto target = std::make_shared<std::string>();
   auto signers_file = std::make_shared<std::string>();
-  sub->add_option("target", *target, "Request branch or bare nonce")->required();
+  sub->add_option("target", *target, "Request branch (with or without its prefix), nonce or short name")->required();
   sub->add_option("--allowed-signers", *signers_file,
                   "Allowed-signers file of the runner keys, git's gpg.ssh.allowedSignersFile format "
                   "(env KAKEYA_ALLOWED_SIGNERS)")
@@ -71,11 +71,11 @@ Command add_verify(CLI::App& root, GlobalOptions& g) {
       ->required();
   return {sub, [&g, target, signers_file]() {
             auto signers = bridge::AllowedSigners::load_file(*signers_file);
-            if (!signers.ok()) return fail(signers.error());
+            if (!signers.ok()) return fail(g, signers.error());
             auto session = open_session(g);
-            if (!session.ok()) return fail(session.error());
+            if (!session.ok()) return fail(g, session.error());
             auto branch = resolve_branch_arg(*session, *target);
-            if (!branch.ok()) return fail(branch.error());
+            if (!branch.ok()) return fail(g, branch.error());
             auto report = verify_run(session->bus, *branch, *signers);
             if (!report.ok()) {
               if (g.json) {
@@ -84,7 +84,9 @@ Command add_verify(CLI::App& root, GlobalOptions& g) {
                             {"error", {{"code", std::string(report.error().code.str())},
                                        {"message", report.error().message}}}});
               }
-              return report_error(report.error(), kExitFailure);
+              GlobalOptions text_only = g;  // the JSON document above already carries the error
+              text_only.json = false;
+              return report_error(text_only, report.error(), kExitFailure);
             }
             if (g.json) {
               print_json(report_json(*report));

@@ -10,7 +10,7 @@ Command add_wait(CLI::App& root, GlobalOptions& g) {
   auto target = std::make_shared<std::string>();
   auto wait = std::make_shared<WaitOptions>();
   auto fetch = std::make_shared<std::optional<std::filesystem::path>>();
-  sub->add_option("target", *target, "Request branch or bare nonce")->required();
+  sub->add_option("target", *target, "Request branch (with or without its prefix), nonce or short name")->required();
   sub->add_option("--wait", wait->timeout_s, "Seconds to wait for a terminal state")
       ->required()
       ->check(CLI::NonNegativeNumber);
@@ -18,10 +18,10 @@ Command add_wait(CLI::App& root, GlobalOptions& g) {
   sub->add_option("--fetch", *fetch, "Copy .kakeya/run/ of the final tip into DIR");
   return {sub, [&g, target, wait, fetch]() {
             auto session = open_session(g);
-            if (!session.ok()) return fail(session.error());
+            if (!session.ok()) return fail(g, session.error());
             auto branch = resolve_branch_arg(*session, *target);
-            if (!branch.ok()) return fail(branch.error());
-            return wait_and_report(*session, *branch, *wait, g.json, *fetch);
+            if (!branch.ok()) return fail(g, branch.error());
+            return wait_and_report(g, *session, *branch, *wait, *fetch);
           }};
 }
 

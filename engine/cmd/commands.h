@@ -21,4 +21,7 @@ void add_perplexity(CLI::App& app, int& exit_code);
 void add_selftest(CLI::App& app, int& exit_code);
 void add_devices(CLI::App& app, int& exit_code);
 
+// A model check without running it, for kakeya-runner doctor (engine/cmd/check_model.cpp).
+void add_check_model(CLI::App& app, int& exit_code);
+
 }  // namespace kakeya::engine::cmd

@@ -13,6 +13,7 @@
 #include "bridge/json_text.h"
 #include "bridge/utf8.h"
 #include "runner/device_labels.h"
+#include "runner/log_fields.h"
 
 namespace kakeya::runner::cmd {
 namespace {
@@ -35,6 +36,16 @@ class SafeMessage final : public spdlog::custom_flag_formatter {
   bool json_;
 };
 
+// `%F`: the structured fields of the logging thread (runner/log_fields.h) as `,"name":value`.
+class LogFieldsFlag final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg&, const std::tm&, spdlog::memory_buf_t& dest) override {
+    const std::string text = current_log_fields_json();
+    dest.append(text.data(), text.data() + text.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<LogFieldsFlag>(); }
+};
+
 }  // namespace
 
 void add_common_options(CLI::App* sub, CommonOptions& o) {
@@ -50,8 +61,8 @@ void setup_logging(const CommonOptions& o) {
   const bool json = o.log_format == "json" || (o.log_format == "auto" && !isatty(STDERR_FILENO));
   auto formatter = std::make_unique<spdlog::pattern_formatter>();
   if (json) {
-    formatter->add_flag<SafeMessage>('&', true).set_pattern(
-        R"({"t":"%Y-%m-%dT%H:%M:%S.%e%z","level":"%l","thread":%t,"msg":%&})");
+    formatter->add_flag<SafeMessage>('&', true).add_flag<LogFieldsFlag>('F').set_pattern(
+        R"({"t":"%Y-%m-%dT%H:%M:%S.%e%z","level":"%l","thread":%t,"msg":%&%F})");
   } else {
     formatter->add_flag<SafeMessage>('*', false).set_pattern("%Y-%m-%d %H:%M:%S.%e %^%-5l%$ %*");
   }

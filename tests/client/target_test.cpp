@@ -108,3 +108,30 @@ TEST(ClientTarget, NonceThatStartsAnotherWithADashIsAmbiguous) {
 
 }  // namespace
 }  // namespace kakeya::client
+
+namespace kakeya::client {
+namespace {
+
+TEST(ClientTarget, BranchWithoutItsNamespaceResolves) {
+  // Under the session's prefix first, although other/ has the same leaf.
+  auto r = resolve_target("env-probe-k3x9q2m7a1b4", "kakeya/req/", kBranches);
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  EXPECT_EQ(*r, "kakeya/req/env-probe-k3x9q2m7a1b4");
+  auto part = resolve_target("req/niah-eval-zz99zz99zz99.retry", "kakeya/req/", kBranches);
+  ASSERT_TRUE(part.ok()) << part.error().str();
+  EXPECT_EQ(*part, "kakeya/req/niah-eval-zz99zz99zz99.retry");
+  auto other = resolve_target("kakeya-generate-gh77gh77gh77-b876", "kakeya/req/", kBranches);
+  ASSERT_TRUE(other.ok()) << other.error().str();
+  EXPECT_EQ(*other, "agents/kakeya-generate-gh77gh77gh77-b876");
+}
+
+TEST(ClientTarget, ShortNameEndingSeveralBranchesIsAmbiguous) {
+  const std::vector<std::string> branches = {"a/env-probe-q1q1q1q1q1q1", "b/env-probe-q1q1q1q1q1q1"};
+  auto r = resolve_target("env-probe-q1q1q1q1q1q1", "kakeya/req/", branches);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, errc::kAmbiguous);
+  EXPECT_NE(r.error().message.find("a/env-probe-q1q1q1q1q1q1"), std::string::npos) << r.error().message;
+}
+
+}  // namespace
+}  // namespace kakeya::client

@@ -50,6 +50,15 @@ int main(int argc, char** argv) {
     else if (a == "--grandchild") grandchild = true;
     else if (a == "--print-env") print_env.push_back(next());
     else if (a == "--echo") std::cout << "echo: [" << next() << "]" << std::endl;
+    else if (a == "--progress") {
+      // Generated text on stdout in pieces, a progress line redrawn with '\r' on stderr between them.
+      std::cout << "generated: alpha " << std::flush;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      std::cerr << "\rprogress 50%" << std::flush;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      std::cout << "beta" << std::endl;
+      std::cerr << "\rprogress 100%" << std::endl;
+    }
     else if (a == "--print-hex") {
       // Raw bytes on stdout, in two writes cut in the middle (any bytes at all: the log must cope).
       const std::string hex = next();

@@ -61,9 +61,9 @@ TEST(BusCli, RunnerDoctorReportsEachCheck) {
 
 TEST(BusCli, EveryCommandHasHelp) {
   for (const auto& [bin, subs] : std::vector<std::pair<std::string, std::vector<std::string>>>{
-           {"kakeya", {"presets", "request", "run", "wait", "status", "fetch", "cancel", "list", "doctor", "runners", "gc", "gate"}},
-           {"kakeya-runner", {"run", "once", "doctor"}},
-           {"kakeya-engine", {"env-probe", "generate", "ar-bench", "synth", "niah-eval", "kv-quant-eval", "kv-calibrate", "specdecode-bench", "backend-parity", "perplexity"}}}) {
+           {"kakeya", {"presets", "request", "run", "wait", "status", "fetch", "cancel", "list", "doctor", "runners", "gc", "gate", "logs"}},
+           {"kakeya-runner", {"run", "once", "doctor", "status"}},
+           {"kakeya-engine", {"env-probe", "generate", "ar-bench", "synth", "niah-eval", "kv-quant-eval", "kv-calibrate", "specdecode-bench", "backend-parity", "perplexity", "check-model"}}}) {
     auto top = run_cmd({(binary_dir() / bin).string(), "--help"}, {}, 30);
     EXPECT_EQ(top.exit_code, 0) << bin;
     for (const auto& s : subs) {

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bridge/exit_codes.h"
 #include "bridge/layout.h"
 #include "bridge/report_envelope.h"
 #include "bridge/run_state.h"
@@ -202,8 +203,12 @@ INSTANTIATE_TEST_SUITE_P(Transports, BusE2E, ::testing::Values(Transport::GitDae
 TEST(BusAuth, WrongPasswordFailsFastWithClearError) {
   BusWorld world(Transport::Http);
   auto r = world.kakeya({"request", "test-job", "--no-workload"}, {{"KAKEYA_GIT_TOKEN", "wrong-password"}}, 60);
-  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_NE(r.err.find("auth"), std::string::npos) << r.err;
+  // Refused credentials are the documented retryable exit (75), not "the job failed" (1); the
+  // message names where credentials come from instead of libgit2's wording.
+  EXPECT_EQ(r.exit_code, kExitRemote) << r.out << r.err;
+  EXPECT_NE(r.err.find("auth_failed"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("KAKEYA_GIT_TOKEN"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("allowed types"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("wrong-password"), std::string::npos) << "secret echoed: " << r.err;
 }
 

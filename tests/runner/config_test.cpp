@@ -260,3 +260,26 @@ TEST(ResolveModel, ConfigThenHomeThenError) {
 
 }  // namespace
 }  // namespace kakeya::runner
+
+namespace kakeya::runner {
+namespace {
+
+TEST(RunnerConfig, ObservationAndRetentionKeys) {
+  auto d = parse(kMinimal);
+  ASSERT_TRUE(d.ok()) << d.error().str();
+  EXPECT_FALSE(d->metrics_listen.has_value()) << "/metrics is off by default";
+  EXPECT_EQ(d->keep_failed_jobs, 5);
+  auto r = parse(std::string(kMinimal) +
+                 "metrics_listen: 127.0.0.1:9464\nhealth_poll_failure_s: 120\nkeep_failed_jobs: 2\n"
+                 "keep_failed_jobs_bytes: 64MiB\n");
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  EXPECT_EQ(r->metrics_listen, "127.0.0.1:9464");
+  EXPECT_EQ(r->health_poll_failure_s, 120);
+  EXPECT_EQ(r->keep_failed_jobs, 2);
+  EXPECT_EQ(r->keep_failed_jobs_bytes, std::size_t{64} << 20);
+  expect_error(std::string(kMinimal) + "metrics_listen: 0.0.0.0:9464\n", "bad_value", {"metrics_listen", "0.0.0.0:9464", "loopback"});
+  expect_error(std::string(kMinimal) + "keep_failed_jobs: -1\n", "out_of_range", {"keep_failed_jobs"});
+}
+
+}  // namespace
+}  // namespace kakeya::runner
