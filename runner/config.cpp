@@ -11,7 +11,7 @@
 #include "bridge/error_codes.h"
 #include "bridge/names.h"
 #include "bridge/yaml_strict.h"
-#include "runner/metrics_server.h"
+#include "runner/listen_address.h"
 
 namespace kakeya::runner {
 namespace {

@@ -184,8 +184,16 @@ TEST(RunnerObserve, NotifyMetricsStatusLogsAndRetention) {
   EXPECT_TRUE(fs::exists(kept[0] / "stdout.log"));
   EXPECT_NE(kept[0].filename().string().find(bad.substr(bad.rfind('-') + 1)), std::string::npos) << kept[0];
 
-  // `kakeya-runner status` on the host (the state file is rewritten every second).
-  ASSERT_TRUE(wait_until([&] { st = state_file(work); return st.is_object() && st["running"].empty(); }, 10));
+  // `kakeya-runner status` on the host (the state file is rewritten every second: wait for a
+  // write that saw both outcomes, not one from before the jobs, whose `running` was empty too).
+  ASSERT_TRUE(wait_until(
+      [&] {
+        st = state_file(work);
+        return st.is_object() && st["running"].empty() && st["recent"].is_array() && st["recent"].size() == 2 &&
+               st["disk"].is_object() && st["disk"]["kept_failed_jobs"] == 1;
+      },
+      10))
+      << st.dump();
   const auto status_json = run_cmd({(binary_dir() / "kakeya-runner").string(), "status", "--config",
                                     r1->config().string(), "--json"});
   ASSERT_EQ(status_json.exit_code, 0) << status_json.err;
