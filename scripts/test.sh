@@ -32,7 +32,7 @@ if [ "${KAKEYA_SKIP_SANITIZE:-0}" != 1 ]; then
 fi
 
 if [ -x "$root/tests/fuzz/run.sh" ] && [ "${KAKEYA_SKIP_FUZZ:-0}" != 1 ]; then
-  echo "== fuzz every target (tests/fuzz: GGUF reader, bus documents, branch view, log redactor, catalog and runner-config YAML; short run)"
+  echo "== fuzz every target (tests/fuzz: GGUF reader, bus documents, branch view, log redactor, catalog and runner-config YAML, SSH signatures; short run)"
   FUZZ_SECONDS="${KAKEYA_FUZZ_SECONDS:-60}" bash "$root/tests/fuzz/run.sh"
 fi
 echo "== all tests passed"
