@@ -12,6 +12,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "bridge/json_strict.h"
+
 namespace kakeya::testing {
 
 namespace fs = std::filesystem;
@@ -216,8 +218,10 @@ std::string BusWorld::request(std::vector<std::string> args, const std::map<std:
 nlohmann::json BusWorld::status(const std::string& branch) {
   const std::string s = read_run_file(branch, ".kakeya/run/status.json");
   if (s.empty()) return nullptr;
-  auto j = nlohmann::json::parse(s, nullptr, false);
-  return j.is_discarded() ? nlohmann::json(nullptr) : j;
+  // The bus's own reader: a status.json that someone forged (hostile tests push 5,000-deep ones)
+  // is no state at all, and is never built into a json value whose copies recurse that deep.
+  auto j = bridge::parse_json_strict(s);
+  return j.ok() ? std::move(j).value() : nlohmann::json(nullptr);
 }
 
 std::string BusWorld::state(const std::string& branch) {
@@ -251,8 +255,8 @@ std::map<std::string, nlohmann::json> BusWorld::wait_terminal(const std::vector<
           seen[ref] = oid;
           auto f = bus().read_file(oid, ".kakeya/run/status.json");
           if (f.ok() && f.value()) {
-            auto j = nlohmann::json::parse(**f, nullptr, false);
-            if (!j.is_discarded()) out[ref.substr(11)] = j;
+            auto j = bridge::parse_json_strict(**f);  // as in status(): forged documents are no state
+            if (j.ok()) out[ref.substr(11)] = std::move(j).value();
           }
         }
       }
