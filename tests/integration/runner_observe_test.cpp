@@ -163,10 +163,12 @@ TEST(RunnerObserve, NotifyMetricsStatusLogsAndRetention) {
   ASSERT_TRUE(wait_until(
       [&] {
         metrics = http_get(address, "/metrics");
-        // Counted when published; running and kept once the job threads are reaped (next poll).
+        // Counted when published; running and kept once the job threads are reaped and the
+        // workspace swept (a later poll: under a sanitizer build, after the counts).
         return sample(metrics.body, "kakeya_runner_jobs_total{preset=\"test-progress\",state=\"failed\"}") == 1 &&
                sample(metrics.body, "kakeya_runner_jobs_total{preset=\"test-progress\",state=\"succeeded\"}") == 1 &&
-               sample(metrics.body, "kakeya_runner_running_jobs") == 0;
+               sample(metrics.body, "kakeya_runner_running_jobs") == 0 &&
+               sample(metrics.body, "kakeya_runner_kept_failed_jobs") == 1;
       },
       10))
       << metrics.body;
