@@ -15,7 +15,8 @@ Schedule: AdamW (betas 0.9/0.95, weight decay 0.1 on matrices), linear warm-up, 
 10 % of the peak over the run's step count. The step count is --max-steps, or, with --budget-s,
 the number of steps that fit in the budget at the speed measured over the first 10 optimizer
 steps, capped at the preset's max_epochs passes over train.u16 (it is printed and recorded,
-so `--max-steps N` repeats the run without a clock).
+so `--max-steps N` repeats the run without a clock). A run still going at 1.2x the budget stops
+there (evaluated, best state kept) and records the steps it made.
 CUDA: bf16 autocast (TF32 for what stays float32). CPU: float32.
 Deterministic given seed, device and step count (CUDA kernels themselves may not be bitwise
 deterministic).
@@ -190,6 +191,10 @@ def main():
             steps = min(steps, int(p["max_epochs"] * len(train_tok) / tokens_per_step))
             log("train[%s]: %.1f ms/step, %.0f tokens/s -> %d steps in the %.0f s budget"
                 % (a.preset, per_step * 1e3, tokens_per_step / per_step, steps, a.budget_s))
+        overrun = a.budget_s and time.time() - loop_start > 1.2 * a.budget_s
+        if overrun:
+            log("train[%s]: past 1.2x the %.0f s budget at step %d: stopping early" % (a.preset, a.budget_s, step))
+            steps = step
         if step % a.eval_every == 0 or step == steps:
             hl = heldout_loss(model, held, dev, autocast)
             el = time.time() - loop_start
