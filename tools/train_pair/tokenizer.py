@@ -66,6 +66,7 @@ def train(corpus_dir, out_prefix):
     lines = lines[: SPM_SETTINGS["input_sentence_size"]]
     if hasattr(spm, "set_random_generator_seed"):
         spm.set_random_generator_seed(SEED)
+    os.makedirs(os.path.dirname(out_prefix) or ".", exist_ok=True)
     print("tokenizer: training on %d lines" % len(lines), flush=True)
     spm.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_prefix=out_prefix,
                                    minloglevel=1, **SPM_SETTINGS)
