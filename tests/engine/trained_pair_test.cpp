@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -122,6 +123,7 @@ struct PairModel {
   const char* logits;
   float tol;  // max |engine logit - PyTorch logit| over every position and id
 };
+void PrintTo(const PairModel& p, std::ostream* os) { *os << p.gguf; }
 
 // The draft is F32 as trained: only summation order differs from PyTorch's float32 pass.
 // The F16 target: the same weights as the reference (rounded to F16 before it ran); the engine's
