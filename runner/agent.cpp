@@ -111,20 +111,7 @@ int Agent::spool_depth() const {
 }
 
 bool Agent::can_run(const bridge::PresetSpec& preset, std::string* why) const {
-  for (const auto& label : preset.labels) {
-    if (std::find(cfg_.labels.begin(), cfg_.labels.end(), label) == cfg_.labels.end()) {
-      *why = "runner lacks label '" + label + "'";
-      return false;
-    }
-  }
-  for (const auto& role : preset.models) {
-    auto p = resolve_model(cfg_, role);
-    if (!p.ok()) {
-      *why = p.error().message;
-      return false;
-    }
-  }
-  return true;
+  return preset_runnable(cfg_, preset, why);
 }
 
 int Agent::active_jobs() const {
