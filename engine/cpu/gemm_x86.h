@@ -40,8 +40,8 @@
 // (a load and a store around every FMA: 15% of the core's FMA peak for F16 weights). The
 // arithmetic, and so every result bit, is the same either way.
 #define KAKEYA_UNROLL_TOKENS _Pragma("GCC unroll 16")
-// The same for the 4 or 8 weight chunks of a packed block: rolled, GCC keeps the chunk array on
-// the stack and reloads it for every token (perf: a third of the packed GEMM's cycles).
+// The same for the 4 or 8 weight chunks of a packed or K-quant block: rolled, GCC keeps the chunk
+// array on the stack and reloads it for every token (perf: a third of the packed GEMM's cycles).
 #define KAKEYA_UNROLL_CHUNKS _Pragma("GCC unroll 8")
 
 namespace kakeya::engine {
@@ -706,23 +706,27 @@ void kquant_micro(const uint32_t* tile, int64_t ns, int64_t sb0, int64_t nsb, co
       uint32_t* t = const_cast<uint32_t*>(tile) + static_cast<size_t>(s) * Tl::kWords;
       for (int j = 0; j < 8; ++j) {
         I w[8];
+        KAKEYA_UNROLL_CHUNKS
         for (int c = 0; c < 8; ++c) w[c] = V::iload(Tl::q(t) + (8 * j + c) * L);
         const I sc = V::iload(Tl::sc(t) + j * L);
         KAKEYA_UNROLL_TOKENS
         for (int i = 0; i < MR; ++i) {
           const int8_t* qy = a[i]->qs + 32 * j;
           I dot = V::izero();
+          KAKEYA_UNROLL_CHUNKS
           for (int c = 0; c < 8; ++c) dot = V::dot_u8s8(dot, w[c], V::iset1(x86_load_i32(qy + 4 * c)));
           sumq[i] = V::iadd(sumq[i], V::imullo(dot, sc));
         }
       }
       const F dw = V::load(Tl::d(t)), dmw = V::load(Tl::dmin(t));
       I mins[4];
+      KAKEYA_UNROLL_CHUNKS
       for (int p = 0; p < 4; ++p) mins[p] = V::iload(Tl::mins(t) + p * L);
       KAKEYA_UNROLL_TOKENS
       for (int i = 0; i < MR; ++i) {
         const uint32_t* pairs = terms.pairs + ((t0 + i) * nsb + sb) * 4;
         I summ = V::izero();
+        KAKEYA_UNROLL_CHUNKS
         for (int p = 0; p < 4; ++p) summ = V::dot_s16(summ, mins[p], V::iset1(static_cast<int32_t>(pairs[p])));
         const F yd = V::set1(terms.d[(t0 + i) * nsb + sb]);
         const F d = V::mul(dw, yd), dmin = V::mul(dmw, yd);
@@ -734,12 +738,14 @@ void kquant_micro(const uint32_t* tile, int64_t ns, int64_t sb0, int64_t nsb, co
       uint32_t* t = const_cast<uint32_t*>(tile) + static_cast<size_t>(s) * Tl::kWords;
       for (int g = 0; g < 16; ++g) {
         I w[4];
+        KAKEYA_UNROLL_CHUNKS
         for (int c = 0; c < 4; ++c) w[c] = V::iload(Tl::q(t) + (4 * g + c) * L);
         const I sc = V::iload(Tl::sc(t) + g * L);
         KAKEYA_UNROLL_TOKENS
         for (int i = 0; i < MR; ++i) {
           const int8_t* qy = a[i]->qs + 16 * g;
           I dot = V::izero();
+          KAKEYA_UNROLL_CHUNKS
           for (int c = 0; c < 4; ++c) dot = V::dot_u8s8(dot, w[c], V::iset1(x86_load_i32(qy + 4 * c)));
           sumq[i] = V::iadd(sumq[i], V::imullo(dot, sc));
         }
@@ -749,6 +755,7 @@ void kquant_micro(const uint32_t* tile, int64_t ns, int64_t sb0, int64_t nsb, co
       for (int i = 0; i < MR; ++i) {
         // Σ_g sc_g·(dot_g − 32·Σa_g): the offset of the unsigned 6-bit values, from the sums per 16.
         I off = V::izero();
+        KAKEYA_UNROLL_CHUNKS
         for (int p = 0; p < 8; ++p) off = V::dot_s16(off, V::iload(Tl::scp(t) + p * L), V::iset1(x86_load_i32(a[i]->bsums + 2 * p)));
         const I sum = V::isub(sumq[i], V::islli(off, 5));
         const F d = V::mul(dw, V::set1(terms.d[(t0 + i) * nsb + sb]));
