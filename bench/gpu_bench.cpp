@@ -53,7 +53,7 @@ struct Args {
   int prompt = 512;
   int gen = 128;
   int samples = 5;
-  std::string llama_bench;
+  std::vector<std::string> llama_benches;  // llama.cpp llama-bench binaries (e.g. its Vulkan and CUDA builds)
   std::string out;
 };
 
@@ -174,16 +174,16 @@ Result<nlohmann::json> run_ar_bench(const Args& a, const std::string& engine, co
   const nlohmann::json& agg = r.at("aggregates").at(0);
   return nlohmann::json{{"prefill_tok_s", agg.at("prefill_tok_s").at("median")},
                         {"decode_tok_s", agg.at("decode_tok_s").at("median")},
-                        {"device_memory_peak_bytes", r.at("engine").at("memory").value("peak_held_bytes", 0)},
-                        {"host_peak_rss_bytes", r.value("peak_rss_bytes", 0)},
+                        {"device_memory_peak_bytes", r.at("engine").at("memory").value("peak_held_bytes", int64_t{0})},
+                        {"host_peak_rss_bytes", r.value("peak_rss_bytes", int64_t{0})},
                         {"backend", r.at("engine").at("backend")},
                         {"device", r.at("engine").at("device")}};
 }
 
 // One llama-bench run: {prefill_tok_s (pp), decode_tok_s (tg), build_commit, backends, gpu_info}.
-Result<nlohmann::json> run_llama_bench(const Args& a, const std::string& file) {
+Result<nlohmann::json> run_llama_bench(const Args& a, const std::string& binary, const std::string& file) {
   KAKEYA_ASSIGN_OR_RETURN(const std::string out,
-                          run_program({a.llama_bench, "-m", file, "-ngl", "99", "-p", std::to_string(a.prompt), "-n",
+                          run_program({binary, "-m", file, "-ngl", "99", "-p", std::to_string(a.prompt), "-n",
                                        std::to_string(a.gen), "-o", "json"}));
   KAKEYA_ASSIGN_OR_RETURN(const nlohmann::json rows, parse_json(out, "llama-bench"));
   if (!rows.is_array()) return make_error("parse_error", "llama-bench: expected a JSON array of results");
@@ -266,22 +266,26 @@ int run(const Args& a) {
   (void)b.set_profiling(false);
   report["config"] = {{"prompt_tokens", a.prompt}, {"gen_tokens", a.gen},       {"samples", a.samples},
                       {"rounds", a.rounds},        {"repeats", a.repeats},      {"engine", engine},
-                      {"llama_bench", a.llama_bench.empty() ? nlohmann::json() : nlohmann::json(a.llama_bench)}};
+                      {"llama_bench", a.llama_benches}};
 
   nlohmann::json models = nlohmann::json::array();
   for (const auto& [label, file] : model_files(a, engine)) {
     std::fprintf(stderr, "kakeya_gpu_bench: %s\n", label.c_str());
-    std::vector<double> ours_pp, ours_tg, theirs_pp, theirs_tg, mem;
-    nlohmann::json last, llama_last;
-    for (int r = 0; r < a.rounds; ++r) {  // alternately: ours, then llama.cpp's, per round
+    std::vector<double> ours_pp, ours_tg, mem;
+    const size_t nb = a.llama_benches.size();
+    std::vector<std::vector<double>> theirs_pp(nb), theirs_tg(nb);
+    nlohmann::json last;
+    std::vector<nlohmann::json> llama_last(nb);
+    for (int r = 0; r < a.rounds; ++r) {  // alternately: ours, then each llama-bench, per round
       last = must(run_ar_bench(a, engine, file), "ar-bench " + file);
       ours_pp.push_back(last["prefill_tok_s"].get<double>());
       ours_tg.push_back(last["decode_tok_s"].get<double>());
       mem.push_back(last["device_memory_peak_bytes"].get<double>());
-      if (a.llama_bench.empty()) continue;
-      llama_last = must(run_llama_bench(a, file), "llama-bench " + file);
-      theirs_pp.push_back(llama_last["prefill_tok_s"].get<double>());
-      theirs_tg.push_back(llama_last["decode_tok_s"].get<double>());
+      for (size_t i = 0; i < nb; ++i) {
+        llama_last[i] = must(run_llama_bench(a, a.llama_benches[i], file), "llama-bench " + file);
+        theirs_pp[i].push_back(llama_last[i]["prefill_tok_s"].get<double>());
+        theirs_tg[i].push_back(llama_last[i]["decode_tok_s"].get<double>());
+      }
     }
     auto model = must(LlamaModel::load(file), "load " + file);
     const size_t weight_bytes = decode_weight_bytes(model);
@@ -296,16 +300,18 @@ int run(const Args& a) {
                         {"backend_used", last["backend"]},
                         {"decode_efficiency", static_cast<double>(weight_bytes) * tg / (gb_s * 1e9)},
                         {"profile", profile_decode(b, model, a)}};
-    if (!a.llama_bench.empty()) {
-      const double lpp = summarize(theirs_pp).median, ltg = summarize(theirs_tg).median;
-      m["llama_bench"] = {{"prefill_tok_s", stats(theirs_pp, "tokens/s")},
-                          {"decode_tok_s", stats(theirs_tg, "tokens/s")},
-                          {"build_commit", llama_last["build_commit"]},
-                          {"backends", llama_last["backends"]},
-                          {"gpu_info", llama_last["gpu_info"]},
-                          {"flags", "-ngl 99 -p " + std::to_string(a.prompt) + " -n " + std::to_string(a.gen)},
-                          {"prefill_ratio", pp / lpp},
-                          {"decode_ratio", tg / ltg}};
+    m["llama_bench"] = nlohmann::json::array();
+    for (size_t i = 0; i < nb; ++i) {
+      const double lpp = summarize(theirs_pp[i]).median, ltg = summarize(theirs_tg[i]).median;
+      m["llama_bench"].push_back({{"binary", a.llama_benches[i]},
+                                  {"prefill_tok_s", stats(theirs_pp[i], "tokens/s")},
+                                  {"decode_tok_s", stats(theirs_tg[i], "tokens/s")},
+                                  {"build_commit", llama_last[i]["build_commit"]},
+                                  {"backends", llama_last[i]["backends"]},
+                                  {"gpu_info", llama_last[i]["gpu_info"]},
+                                  {"flags", "-ngl 99 -p " + std::to_string(a.prompt) + " -n " + std::to_string(a.gen)},
+                                  {"prefill_ratio", pp / lpp},
+                                  {"decode_ratio", tg / ltg}});
     }
     models.push_back(m);
   }
@@ -349,7 +355,8 @@ int main(int argc, char** argv) {
   app.add_option("-p,--prompt", a.prompt, "Prompt tokens (pp)")->capture_default_str()->check(CLI::Range(1, 65536));
   app.add_option("-n,--gen", a.gen, "Decode tokens (tg)")->capture_default_str()->check(CLI::Range(1, 65536));
   app.add_option("-r,--samples", a.samples, "ar-bench samples per run")->capture_default_str()->check(CLI::Range(1, 1000));
-  app.add_option("--llama-bench", a.llama_bench, "llama.cpp's llama-bench, run alternately on the same files")
+  app.add_option("--llama-bench", a.llama_benches,
+                 "llama.cpp's llama-bench, run alternately on the same files (repeatable: its Vulkan and CUDA builds)")
       ->check(CLI::ExistingFile);
   app.add_option("--out", a.out, "JSON file (default: stdout)");
   CLI11_PARSE(app, argc, argv);

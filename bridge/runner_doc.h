@@ -37,7 +37,7 @@ struct RunnerDoc {
   std::string state;                 // serving | draining | stopped
   double heartbeat_s = 0;            // seconds
   std::string updated_at;            // RFC 3339 or ""
-  std::vector<std::string> presets;  // preset names of the runner's installed catalog
+  std::vector<std::string> presets;  // the installed catalog's presets this runner can run (labels, models)
   std::string catalog_digest;        // catalog_digest() of that catalog ("" when not published)
 
   bool offers(std::string_view preset) const;

@@ -6,17 +6,11 @@
 #include "bridge/branch.h"
 #include "bridge/commit_signature.h"
 #include "bridge/layout.h"
+#include "bridge/run_history.h"
 #include "bridge/utf8.h"
 
 namespace kakeya::client {
 namespace {
-
-// ".kakeya/run" (the run directory as a tree path, without its trailing '/').
-std::string run_tree_path() {
-  std::string p(bridge::kRunDir);
-  p.pop_back();
-  return p;
-}
 
 std::string short_oid(const std::string& oid) { return oid.substr(0, 12); }
 
@@ -53,28 +47,10 @@ Result<VerifyReport> verify_run(bridge::GitBus& bus, const std::string& branch, 
   report.tip = found->second;
 
   // First-parent chain from the tip down to the request commit (newest first).
-  std::vector<bridge::CommitInfo> chain;
-  std::string at = report.tip;
-  const std::string run_dir = run_tree_path();
-  for (;;) {
-    KAKEYA_ASSIGN_OR_RETURN(auto run_tree, bus.entry_oid(at, run_dir));
-    KAKEYA_ASSIGN_OR_RETURN(bridge::CommitInfo info, bus.read_commit(at));
-    if (!run_tree) {
-      report.request_commit = at;
-      break;
-    }
-    if (info.parents.size() != 1) {
-      return make_error(errc::kTampered, fmt::format("commit {} on {} has {} parents; runner and client commits "
-                                                     "have exactly one",
-                                                     short_oid(at), bridge::printable(branch), info.parents.size()));
-    }
-    if (chain.size() >= kMaxVerifyCommits) {
-      return make_error(errc::kTooLarge, fmt::format("{} has more than {} run commits", bridge::printable(branch),
-                                                     kMaxVerifyCommits));
-    }
-    at = info.parents.front();
-    chain.push_back(std::move(info));
-  }
+  KAKEYA_ASSIGN_OR_RETURN(bridge::RunHistory history,
+                          bridge::read_run_history(bus, report.tip, branch, kMaxVerifyCommits));
+  report.request_commit = history.request_commit;
+  const std::vector<bridge::CommitInfo>& chain = history.above;
 
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
     const bridge::CommitInfo& c = *it;

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bridge/run_history.h"
 #include "bridge/allowed_signers.h"
 #include "bridge/gitbus.h"
 #include "bridge/result.h"
@@ -38,7 +39,7 @@ struct VerifyReport {
 };
 
 // Walks at most this many commits back from the tip (heartbeats included).
-inline constexpr std::size_t kMaxVerifyCommits = 100000;
+inline constexpr std::size_t kMaxVerifyCommits = bridge::kMaxRunCommits;
 
 // Fetches `branch` (without refs/heads/) and verifies it as described above. Errors, each
 // naming the commit: `not_found` (no such branch), `not_signed` (no runner commit, or an

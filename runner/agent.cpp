@@ -111,20 +111,7 @@ int Agent::spool_depth() const {
 }
 
 bool Agent::can_run(const bridge::PresetSpec& preset, std::string* why) const {
-  for (const auto& label : preset.labels) {
-    if (std::find(cfg_.labels.begin(), cfg_.labels.end(), label) == cfg_.labels.end()) {
-      *why = "runner lacks label '" + label + "'";
-      return false;
-    }
-  }
-  for (const auto& role : preset.models) {
-    auto p = resolve_model(cfg_, role);
-    if (!p.ok()) {
-      *why = p.error().message;
-      return false;
-    }
-  }
-  return true;
+  return preset_runnable(cfg_, preset, why);
 }
 
 int Agent::active_jobs() const {
@@ -425,6 +412,18 @@ void Agent::handle_branch(const BranchView& view, PollStats& stats) {
   if (!own_stale && unchanged_s < cfg_.lease_s) return;
   std::string why;
   if (!can_run(*preset, &why)) return;
+  if (cfg_.request_signing) {
+    // The claim being taken over vouches for nothing: the request under it is checked as a
+    // queued one is, and nothing but .kakeya/run/ may have changed since.
+    auto signer = authorize_claimed_request(*bus_, *cfg_.request_signing, view.tip,
+                                            std::string(bridge::strip_heads_prefix(view.ref)), manifest->preset);
+    if (!signer.ok()) {
+      spdlog::warn("{}: rejected at takeover: {}", shown(view.ref), bridge::printable(signer.error().message, kMaxReasonBytes));
+      publish_terminal_without_run(view, RunState::Rejected, signer.error().message, st.claim_gen + 1);
+      ++stats.rejected;
+      return;
+    }
+  }
   const std::string who = own_stale ? "this runner before a restart" : "runner " + bridge::printable(st.runner_id, 128);
   const bool may_have_started = state == RunState::Running;
   if (st.attempt >= kMaxAttempts) {

@@ -3,6 +3,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iterator>
 #include <set>
@@ -284,6 +285,23 @@ Result<std::filesystem::path> resolve_model(const RunnerConfig& config, const st
 
 Result<std::filesystem::path> resolve_model(const RunnerConfig& config, const std::string& role) {
   return resolve_model(config, role, home_directory());
+}
+
+bool preset_runnable(const RunnerConfig& config, const bridge::PresetSpec& preset, std::string* why) {
+  for (const auto& label : preset.labels) {
+    if (std::find(config.labels.begin(), config.labels.end(), label) == config.labels.end()) {
+      *why = "runner lacks label '" + label + "'";
+      return false;
+    }
+  }
+  for (const auto& role : preset.models) {
+    auto p = resolve_model(config, role);
+    if (!p.ok()) {
+      *why = p.error().message;
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace kakeya::runner

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bridge/gitbus.h"
+#include "bridge/catalog.h"
 #include "bridge/result.h"
 #include "bridge/units.h"
 #include "runner/request_signing.h"
@@ -74,6 +75,12 @@ Result<std::filesystem::path> resolve_model(const RunnerConfig& config, const st
 // Same with an explicit home directory (the one-argument form uses $HOME, then the passwd entry).
 Result<std::filesystem::path> resolve_model(const RunnerConfig& config, const std::string& role,
                                             const std::filesystem::path& home_dir);
+
+// Whether this runner can run `preset`: it has every label the preset requires and every model
+// role the preset names resolves (resolve_model). When not, `why` says which is missing, e.g.
+// "runner lacks label 'vulkan'" or resolve_model's message. Requests for such a preset wait for
+// a runner that can run it, and runner.json does not advertise it.
+bool preset_runnable(const RunnerConfig& config, const bridge::PresetSpec& preset, std::string* why);
 
 // Byte sizes such as log_cap_bytes ("8MiB"): bridge/units.h.
 using bridge::parse_byte_size;

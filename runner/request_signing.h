@@ -11,7 +11,8 @@
 //
 // A queued request whose tip commit (the request commit: the client's commit that holds
 // .kakeya/request.json over the workload tree) is unsigned, signed by a key the file does not
-// allow, or signed by principals none of which may run its preset is `rejected` with the reason.
+// allow, or signed by principals none of which may run its preset is `rejected` with the reason;
+// so is a claimed one this runner would take over (authorize_claimed_request).
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -40,5 +41,15 @@ struct RequestSigningPolicy {
 // `repository` (the commit cannot be read).
 Result<std::string> authorize_request(bridge::GitBus& bus, const RequestSigningPolicy& policy,
                                       const std::string& commit, const std::string& preset);
+
+// The same for a request that is already claimed (its tip a runner commit), before this runner
+// takes it over: a claim vouches for nothing (anyone can push a status.json that says "claimed"),
+// so the request commit under the tip (bridge/run_history.h) is checked as above, and the
+// commits above it may change only files under .kakeya/run/ (a changed request.json or workload
+// would run something nobody signed). Errors: authorize_request's; `tampered` naming the first
+// paths changed outside .kakeya/run/; read_run_history's.
+Result<std::string> authorize_claimed_request(bridge::GitBus& bus, const RequestSigningPolicy& policy,
+                                              const std::string& tip, const std::string& branch,
+                                              const std::string& preset);
 
 }  // namespace kakeya::runner

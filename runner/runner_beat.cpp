@@ -19,7 +19,9 @@ bridge::RunnerDoc runner_document(const RunnerConfig& cfg, const bridge::PresetC
   d.state = state;
   d.heartbeat_s = cfg.heartbeat_s;
   d.updated_at = bridge::now_rfc3339();
-  for (const auto& p : catalog.presets()) d.presets.push_back(p.name);
+  std::string why;
+  for (const auto& p : catalog.presets())
+    if (preset_runnable(cfg, p, &why)) d.presets.push_back(p.name);
   d.catalog_digest = bridge::catalog_digest(catalog);
   return d;
 }

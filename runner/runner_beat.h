@@ -26,7 +26,9 @@ namespace kakeya::runner {
 
 inline constexpr int kMaxBeatDepth = 20;
 
-// This runner's runner.json for its current jobs (`running`, request branches) and `state`.
+// This runner's runner.json for its current jobs (`running`, request branches) and `state`; it
+// offers the catalog's presets the runner can run (preset_runnable), so `kakeya presets` and the
+// other runners' unknown-preset check see only what some runner can actually start.
 bridge::RunnerDoc runner_document(const RunnerConfig& cfg, const bridge::PresetCatalog& catalog,
                                   const std::vector<std::string>& running, const std::string& state);
 

@@ -40,6 +40,9 @@
 // (a load and a store around every FMA: 15% of the core's FMA peak for F16 weights). The
 // arithmetic, and so every result bit, is the same either way.
 #define KAKEYA_UNROLL_TOKENS _Pragma("GCC unroll 16")
+// The same for the 4 or 8 weight chunks of a packed or K-quant block: rolled, GCC keeps the chunk
+// array on the stack and reloads it for every token (perf: a third of the packed GEMM's cycles).
+#define KAKEYA_UNROLL_CHUNKS _Pragma("GCC unroll 8")
 
 namespace kakeya::engine {
 namespace {
@@ -457,6 +460,7 @@ void packed_micro(const uint8_t* group, int half, int64_t nb, const ActivationBu
     if constexpr (T == GgmlType::Q4_0) {
       const I low4 = V::bset1(0x0F);
       I lo[4], hi[4];
+      KAKEYA_UNROLL_CHUNKS
       for (int c = 0; c < 4; ++c) {
         const I v = V::iload(q + 64 * c);
         lo[c] = V::band(v, low4);
@@ -466,6 +470,7 @@ void packed_micro(const uint8_t* group, int half, int64_t nb, const ActivationBu
       for (int i = 0; i < MR; ++i) {
         const int8_t* qy = a[i][b].qs;
         I s = V::iset1(start[i * nb + b]);
+        KAKEYA_UNROLL_CHUNKS
         for (int c = 0; c < 4; ++c) {
           s = V::dot_u8s8(s, lo[c], V::iset1(x86_load_i32(qy + 4 * c)));
           s = V::dot_u8s8(s, hi[c], V::iset1(x86_load_i32(qy + 16 + 4 * c)));
@@ -474,11 +479,13 @@ void packed_micro(const uint8_t* group, int half, int64_t nb, const ActivationBu
       }
     } else {
       I w[8];
+      KAKEYA_UNROLL_CHUNKS
       for (int c = 0; c < 8; ++c) w[c] = V::s8_operand(V::iload(q + 64 * c));
       KAKEYA_UNROLL_TOKENS
       for (int i = 0; i < MR; ++i) {
         const int8_t* qy = a[i][b].qs;
         I s = V::iset1(start[i * nb + b]);
+        KAKEYA_UNROLL_CHUNKS
         for (int c = 0; c < 8; ++c) s = V::dot_s8s8(s, w[c], V::iset1(x86_load_i32(qy + 4 * c)));
         const F p = V::keep(V::mul(V::cvt(s), V::mul(dw, V::set1(da[i * nb + b]))));
         acc[i] = V::add(acc[i], p);
@@ -699,23 +706,27 @@ void kquant_micro(const uint32_t* tile, int64_t ns, int64_t sb0, int64_t nsb, co
       uint32_t* t = const_cast<uint32_t*>(tile) + static_cast<size_t>(s) * Tl::kWords;
       for (int j = 0; j < 8; ++j) {
         I w[8];
+        KAKEYA_UNROLL_CHUNKS
         for (int c = 0; c < 8; ++c) w[c] = V::iload(Tl::q(t) + (8 * j + c) * L);
         const I sc = V::iload(Tl::sc(t) + j * L);
         KAKEYA_UNROLL_TOKENS
         for (int i = 0; i < MR; ++i) {
           const int8_t* qy = a[i]->qs + 32 * j;
           I dot = V::izero();
+          KAKEYA_UNROLL_CHUNKS
           for (int c = 0; c < 8; ++c) dot = V::dot_u8s8(dot, w[c], V::iset1(x86_load_i32(qy + 4 * c)));
           sumq[i] = V::iadd(sumq[i], V::imullo(dot, sc));
         }
       }
       const F dw = V::load(Tl::d(t)), dmw = V::load(Tl::dmin(t));
       I mins[4];
+      KAKEYA_UNROLL_CHUNKS
       for (int p = 0; p < 4; ++p) mins[p] = V::iload(Tl::mins(t) + p * L);
       KAKEYA_UNROLL_TOKENS
       for (int i = 0; i < MR; ++i) {
         const uint32_t* pairs = terms.pairs + ((t0 + i) * nsb + sb) * 4;
         I summ = V::izero();
+        KAKEYA_UNROLL_CHUNKS
         for (int p = 0; p < 4; ++p) summ = V::dot_s16(summ, mins[p], V::iset1(static_cast<int32_t>(pairs[p])));
         const F yd = V::set1(terms.d[(t0 + i) * nsb + sb]);
         const F d = V::mul(dw, yd), dmin = V::mul(dmw, yd);
@@ -727,12 +738,14 @@ void kquant_micro(const uint32_t* tile, int64_t ns, int64_t sb0, int64_t nsb, co
       uint32_t* t = const_cast<uint32_t*>(tile) + static_cast<size_t>(s) * Tl::kWords;
       for (int g = 0; g < 16; ++g) {
         I w[4];
+        KAKEYA_UNROLL_CHUNKS
         for (int c = 0; c < 4; ++c) w[c] = V::iload(Tl::q(t) + (4 * g + c) * L);
         const I sc = V::iload(Tl::sc(t) + g * L);
         KAKEYA_UNROLL_TOKENS
         for (int i = 0; i < MR; ++i) {
           const int8_t* qy = a[i]->qs + 16 * g;
           I dot = V::izero();
+          KAKEYA_UNROLL_CHUNKS
           for (int c = 0; c < 4; ++c) dot = V::dot_u8s8(dot, w[c], V::iset1(x86_load_i32(qy + 4 * c)));
           sumq[i] = V::iadd(sumq[i], V::imullo(dot, sc));
         }
@@ -742,6 +755,7 @@ void kquant_micro(const uint32_t* tile, int64_t ns, int64_t sb0, int64_t nsb, co
       for (int i = 0; i < MR; ++i) {
         // Σ_g sc_g·(dot_g − 32·Σa_g): the offset of the unsigned 6-bit values, from the sums per 16.
         I off = V::izero();
+        KAKEYA_UNROLL_CHUNKS
         for (int p = 0; p < 8; ++p) off = V::dot_s16(off, V::iload(Tl::scp(t) + p * L), V::iset1(x86_load_i32(a[i]->bsums + 2 * p)));
         const I sum = V::isub(sumq[i], V::islli(off, 5));
         const F d = V::mul(dw, V::set1(terms.d[(t0 + i) * nsb + sb]));

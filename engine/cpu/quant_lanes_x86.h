@@ -382,7 +382,7 @@ void lane_rows(const void* w, int64_t n, int64_t r0, int64_t r1, const Activatio
     for (int64_t i = 0; i < nb; ++i) {
       for (int k = 0; k < 4; ++k)
         _mm_prefetch(reinterpret_cast<const char*>(next + static_cast<size_t>(k) * stride + static_cast<size_t>(i) * sizeof(W)),
-                     _MM_HINT_T0);
+                     _MM_HINT_T1);
       s0.step(x[0][i], y[i], i);
       s1.step(x[1][i], y[i], i);
       s2.step(x[2][i], y[i], i);

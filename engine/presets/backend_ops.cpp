@@ -125,6 +125,26 @@ MatmulTol matmul_tolerance(GgmlType type) {
   }
 }
 
+// One matmul row of the table: random weights [n_out][n_in] of `type` and activations
+// [tokens][n_in], drawn from `rng` in that order, through the backend against the float64
+// reference mat-vec of each token.
+Status matmul_case(Table& t, GgmlType type, int64_t n_in, int64_t n_out, int64_t tokens, Rng& rng,
+                   const MatmulTol& tol) {
+  const auto bytes = random_rows(type, n_in, n_out, rng);
+  const WeightMatrix w{"op.weight", type, bytes.data(), n_in, n_out, ggml_row_bytes(type, n_in)};
+  KAKEYA_ASSIGN_OR_RETURN(Tensor wt, t.weight(w, WeightUse::kMatmul));
+  const std::vector<float> x = rng.vec(static_cast<size_t>(tokens * n_in));
+  KAKEYA_ASSIGN_OR_RETURN(Tensor xt, t.f32(tokens, n_in, x));
+  KAKEYA_ASSIGN_OR_RETURN(Tensor yt, t.f32(tokens, n_out));
+  const MatmulOut outs[] = {{&wt, yt}};
+  t.backend().matmul(outs, xt);
+  std::vector<float> want(static_cast<size_t>(tokens * n_out));
+  for (int64_t k = 0; k < tokens; ++k) reference::matvec_f32(w, x.data() + k * n_in, want.data() + k * n_out);
+  t.add("matmul", ggml_type_name(type), dims({{"n_in", n_in}, {"n_out", n_out}, {"tokens", tokens}}), t.read(yt), want,
+        tol.nmse, tol.abs);
+  return ok_status();
+}
+
 Status matmul_cases(Table& t) {
   Rng rng(1);
   // Every storage type: rows of one block and of several.
@@ -139,18 +159,7 @@ Status matmul_cases(Table& t) {
         // backend's GEMM kernels from kMinBatchedTokens = 32 on: micro-kernel token tiles of 6, 8
         // or 12 plus a remainder).
         for (int64_t tokens : {int64_t{1}, int64_t{5}, int64_t{33}}) {
-          const auto bytes = random_rows(type, n_in, n_out, rng);
-          const WeightMatrix w{"op.weight", type, bytes.data(), n_in, n_out, ggml_row_bytes(type, n_in)};
-          KAKEYA_ASSIGN_OR_RETURN(Tensor wt, t.weight(w, WeightUse::kMatmul));
-          const std::vector<float> x = rng.vec(static_cast<size_t>(tokens * n_in));
-          KAKEYA_ASSIGN_OR_RETURN(Tensor xt, t.f32(tokens, n_in, x));
-          KAKEYA_ASSIGN_OR_RETURN(Tensor yt, t.f32(tokens, n_out));
-          const MatmulOut outs[] = {{&wt, yt}};
-          t.backend().matmul(outs, xt);
-          std::vector<float> want(static_cast<size_t>(tokens * n_out));
-          for (int64_t k = 0; k < tokens; ++k) reference::matvec_f32(w, x.data() + k * n_in, want.data() + k * n_out);
-          t.add("matmul", ggml_type_name(type), dims({{"n_in", n_in}, {"n_out", n_out}, {"tokens", tokens}}),
-                t.read(yt), want, tol.nmse, tol.abs);
+          KAKEYA_TRY(matmul_case(t, type, n_in, n_out, tokens, rng, tol));
         }
       }
       // Two weights over one input (a backend may fuse them): q/k/v-like outputs of 33 and 17 rows.
@@ -185,18 +194,7 @@ Status matmul_cases(Table& t) {
   for (const auto& [type, n_ins] : types) {
     const MatmulTol tol = matmul_tolerance(type);
     const int64_t n_in = ggml_block_size(type) == 256 ? 768 : 544, n_out = 37, tokens = 45;
-    const auto bytes = random_rows(type, n_in, n_out, wide);
-    const WeightMatrix w{"op.weight", type, bytes.data(), n_in, n_out, ggml_row_bytes(type, n_in)};
-    KAKEYA_ASSIGN_OR_RETURN(Tensor wt, t.weight(w, WeightUse::kMatmul));
-    const std::vector<float> x = wide.vec(static_cast<size_t>(tokens * n_in));
-    KAKEYA_ASSIGN_OR_RETURN(Tensor xt, t.f32(tokens, n_in, x));
-    KAKEYA_ASSIGN_OR_RETURN(Tensor yt, t.f32(tokens, n_out));
-    const MatmulOut outs[] = {{&wt, yt}};
-    t.backend().matmul(outs, xt);
-    std::vector<float> want(static_cast<size_t>(tokens * n_out));
-    for (int64_t k = 0; k < tokens; ++k) reference::matvec_f32(w, x.data() + k * n_in, want.data() + k * n_out);
-    t.add("matmul", ggml_type_name(type), dims({{"n_in", n_in}, {"n_out", n_out}, {"tokens", tokens}}), t.read(yt),
-          want, tol.nmse, tol.abs);
+    KAKEYA_TRY(matmul_case(t, type, n_in, n_out, tokens, wide, tol));
   }
   return ok_status();
 }

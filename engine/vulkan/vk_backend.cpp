@@ -19,6 +19,10 @@ constexpr size_t kArenaBlockBytes = size_t{1} << 20;
 constexpr size_t kUploadChunkBytes = size_t{16} << 20;
 constexpr uint32_t kMaxGroups = 65535;
 constexpr uint32_t kMatvecWg = 64;  // invocations per mat-vec workgroup (shared by WG / lanes rows)
+// Invocations per attention workgroup (one per query head and token): 256 splits P·V over
+// 256 / head_dim slot groups, so a decode step's few workgroups each walk a quarter of the
+// slots that 64 would (the step is latency-bound on a GPU: one query row, every cached row).
+constexpr uint32_t kAttentionWg = 256;
 
 // Push constants in the GLSL std430 layout: buffer references 8-byte aligned, scalars 4.
 class Push {
@@ -574,7 +578,8 @@ void VulkanBackend::attention(const Tensor& q, const AttentionArgs& args, const 
   Push p;
   p.addr(address(q)).addr(address(out)).addr(views_addr).addr(upload_i32(args.positions));
   p.u32(args.head_dim).u32(args.n_head / args.n_head_kv).u32(q.cols).f32(scale);
-  dispatch("attention", 0, p.bytes(), static_cast<uint32_t>(args.n_head), static_cast<uint32_t>(args.positions.size()));
+  dispatch("attention", 0, p.bytes(), static_cast<uint32_t>(args.n_head), static_cast<uint32_t>(args.positions.size()),
+           1, kAttentionWg);
 }
 
 void VulkanBackend::kv_store(KvBuffer& dst, size_t slot0, const Tensor& k, const Tensor& v,

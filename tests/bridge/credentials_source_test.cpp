@@ -6,23 +6,12 @@
 #include <fstream>
 
 #include "bridge/credentials.h"
-#include "tests/harness/paths.h"
+#include "tests/harness/credential_env.h"
 
 namespace kakeya::bridge {
 namespace {
 
-class CredentialSourceTest : public ::testing::Test {
- protected:
-  void SetUp() override { clear(); }
-  void TearDown() override { clear(); }
-  static void clear() {
-    for (const char* v : {"KAKEYA_GIT_USERNAME", "KAKEYA_GIT_TOKEN", "KAKEYA_GIT_TOKEN_FILE", "KAKEYA_GIT_SSH_KEY",
-                          "KAKEYA_GIT_SSH_PASSPHRASE", "KAKEYA_GIT_CA_BUNDLE"}) {
-      ::unsetenv(v);
-    }
-  }
-  testing::TempDir dir_{"kakeya-cred-src"};
-};
+using CredentialSourceTest = testing::CredentialEnvTest;
 
 TEST_F(CredentialSourceTest, SourceNamesTheVariableOrFileLineNeverTheToken) {
   ::setenv("KAKEYA_GIT_TOKEN", "s3cr3t-token", 1);

@@ -5,29 +5,12 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "tests/harness/paths.h"
+#include "tests/harness/credential_env.h"
 
 namespace kakeya::bridge {
 namespace {
 
-// Clears the KAKEYA_GIT_* variables before and after each test; tests set what they need.
-class CredentialsTest : public ::testing::Test {
- protected:
-  void SetUp() override { clear(); }
-  void TearDown() override { clear(); }
-  static void clear() {
-    for (const char* v : {"KAKEYA_GIT_USERNAME", "KAKEYA_GIT_TOKEN", "KAKEYA_GIT_TOKEN_FILE", "KAKEYA_GIT_SSH_KEY",
-                          "KAKEYA_GIT_SSH_PASSPHRASE", "KAKEYA_GIT_CA_BUNDLE"}) {
-      ::unsetenv(v);
-    }
-  }
-  std::filesystem::path write(const std::string& name, const std::string& content) {
-    auto p = dir_.path() / name;
-    std::ofstream(p) << content;
-    return p;
-  }
-  testing::TempDir dir_{"kakeya-cred"};
-};
+using CredentialsTest = testing::CredentialEnvTest;
 
 TEST_F(CredentialsTest, StoreFileMatchesSchemeAndHost) {
   auto file = write("store", "# comment\n\nhttps://alice:tok%40en@other.example\n"

