@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "engine/cpu/quant.h"
-#include "engine/gguf_writer.h"
+#include "engine/requantize.h"
 
 namespace kakeya::engine {
 namespace {
@@ -162,62 +162,6 @@ class LookupDraft final : public DraftSource {
   int max_ngram_;
 };
 
-// Copies metadata `key` of `f` into `w`, keeping the value (integer widths folded to u32/i32/u64).
-Status copy_kv(const GgufFile& f, const std::string& key, GgufWriter& w) {
-  switch (f.value_type(key)) {
-    case GgufValueType::STRING: {
-      KAKEYA_ASSIGN_OR_RETURN(std::string s, f.get_string(key));
-      w.add_kv(key, std::move(s));
-      return ok_status();
-    }
-    case GgufValueType::BOOL: {
-      KAKEYA_ASSIGN_OR_RETURN(bool b, f.get_bool(key));
-      w.add_kv(key, b);
-      return ok_status();
-    }
-    case GgufValueType::F32:
-    case GgufValueType::F64: {
-      KAKEYA_ASSIGN_OR_RETURN(double d, f.get_float(key));
-      w.add_kv(key, static_cast<float>(d));
-      return ok_status();
-    }
-    case GgufValueType::U32: {
-      KAKEYA_ASSIGN_OR_RETURN(int64_t v, f.get_int(key));
-      w.add_kv(key, static_cast<uint32_t>(v));
-      return ok_status();
-    }
-    case GgufValueType::U64:
-    case GgufValueType::I64: {
-      KAKEYA_ASSIGN_OR_RETURN(int64_t v, f.get_int(key));
-      w.add_kv(key, static_cast<uint64_t>(v));
-      return ok_status();
-    }
-    case GgufValueType::ARRAY: {
-      KAKEYA_ASSIGN_OR_RETURN(GgufValueType et, f.get_array_type(key));
-      if (et == GgufValueType::STRING) {
-        KAKEYA_ASSIGN_OR_RETURN(std::vector<std::string> v, f.get_string_array(key));
-        w.add_kv(key, std::move(v));
-        return ok_status();
-      }
-      if (et == GgufValueType::F32 || et == GgufValueType::F64) {
-        KAKEYA_ASSIGN_OR_RETURN(std::vector<double> v, f.get_float_array(key));
-        w.add_kv(key, std::vector<float>(v.begin(), v.end()));
-        return ok_status();
-      }
-      KAKEYA_ASSIGN_OR_RETURN(std::vector<int64_t> v, f.get_int_array(key));
-      std::vector<int32_t> out(v.size());
-      for (size_t i = 0; i < v.size(); ++i) out[i] = static_cast<int32_t>(v[i]);
-      w.add_kv(key, std::move(out));
-      return ok_status();
-    }
-    default: {
-      KAKEYA_ASSIGN_OR_RETURN(int64_t v, f.get_int(key));
-      w.add_kv(key, static_cast<int32_t>(v));
-      return ok_status();
-    }
-  }
-}
-
 }  // namespace
 
 Status check_same_vocab(const GgufFile& target, const GgufFile& draft) {
@@ -258,39 +202,14 @@ Status write_quantized_copy(const LlamaModel& model, GgmlType type, const std::s
     return make_error("unsupported_type", std::string("quantized draft type must be q4_0 or q8_0, got ") +
                                               ggml_type_name(type));
   }
-  const GgufFile& f = model.gguf();
-  GgufWriter w;
-  for (const std::string& key : f.keys()) {
-    if (key == "general.alignment") continue;  // the writer's own (32)
-    KAKEYA_TRY(copy_kv(f, key, w));
-  }
-  w.add_kv("kakeya.draft.quantized_from", f.sha256());
-  w.add_kv("kakeya.draft.quantized_type", std::string(ggml_type_name(type)));
-  for (const TensorInfo& t : f.tensors()) {
-    const bool quantize = t.ne.size() == 2 && t.ne[0] % 32 == 0 && t.type != type;
-    const GgmlType out_type = quantize ? type : t.type;
-    const TensorInfo* src = &t;
-    w.add_tensor(t.name, out_type, t.ne, [src, quantize, out_type](uint8_t* dst, size_t nbytes) -> Status {
-      if (!quantize) {
-        std::copy(src->data, src->data + std::min(nbytes, src->nbytes), dst);
-        return ok_status();
-      }
-      const int64_t n = src->ne[0];
-      const size_t out_row = ggml_row_bytes(out_type, n);
-      std::vector<float> row(static_cast<size_t>(n));
-      for (int64_t r = 0; r < src->rows(); ++r) {
-        dequantize_row(src->type, src->data + static_cast<size_t>(r) * src->row_bytes(), row.data(), n);
-        uint8_t* out = dst + static_cast<size_t>(r) * out_row;
-        if (out_type == GgmlType::Q4_0) {
-          quantize_row_q4_0_ref(row.data(), out, n);
-        } else {
-          quantize_row_q8_0_ref(row.data(), out, n);
-        }
-      }
-      return ok_status();
-    });
-  }
-  return w.write(path);
+  RequantizeOptions o;
+  o.ftype = llama_file_type_of_pure(type);
+  o.pure = true;
+  o.extra_kvs = {{"kakeya.draft.quantized_from", model.gguf().sha256()},
+                 {"kakeya.draft.quantized_type", std::string(ggml_type_name(type))}};
+  KAKEYA_ASSIGN_OR_RETURN(const RequantizeSummary written, write_requantized(model, o, path));
+  (void)written;
+  return ok_status();
 }
 
 Result<std::unique_ptr<DraftSource>> make_draft_source(const std::string& spec, LlamaContext& target,

@@ -86,8 +86,9 @@ Result<std::unique_ptr<DraftSource>> make_draft_source(const std::string& spec, 
                                                        const DraftOptions& options);
 
 // Writes a copy of `model`'s GGUF with every 2-D weight whose row length is a multiple of 32
-// converted to `type` (Q4_0 or Q8_0) by the reference quantizers; metadata copied, plus
-// kakeya.draft.quantized_from = the source sha256. Errors: "unsupported_type", "io".
+// converted to `type` (Q4_0 or Q8_0) by the reference quantizers (requantize.h, pure); metadata
+// copied, general.file_type set, plus kakeya.draft.quantized_from = the source sha256.
+// Errors: "unsupported_type", "io".
 Status write_quantized_copy(const LlamaModel& model, GgmlType type, const std::string& path);
 
 // Prompt lookup (Saxena 2023, "prompt lookup decoding"; llama.cpp's `lookup` example): for

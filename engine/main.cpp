@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   kakeya::engine::cmd::add_selftest(app, exit_code);
   kakeya::engine::cmd::add_devices(app, exit_code);
   kakeya::engine::cmd::add_check_model(app, exit_code);
+  kakeya::engine::cmd::add_quantize(app, exit_code);
   // A command line CLI11 cannot parse exits 64 (bridge/exit_codes.h), not CLI11's 105/106.
   if (auto code = kakeya::parse_command_line(app, argc, argv)) return *code;
   return exit_code;

@@ -13,7 +13,10 @@ PKGS=(
   lighttpd
   openssh-client openssh-server
   procps python3
+  python3-sentencepiece  # tests/engine/trained_pair_test.cpp: sentencepiece's ids for the pycode tokenizer
 )
+# tools/train_pair/ (training the pycode pair, not needed to build or test) also uses
+# python3-numpy and python3-torch.
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -20,6 +20,8 @@ void add_kv_calibrate(CLI::App& app, int& exit_code);
 void add_perplexity(CLI::App& app, int& exit_code);
 void add_selftest(CLI::App& app, int& exit_code);
 void add_devices(CLI::App& app, int& exit_code);
+// A GGUF re-typed by the engine's writer (engine/cmd/quantize.cpp), llama-quantize's arguments.
+void add_quantize(CLI::App& app, int& exit_code);
 
 // A model check without running it, for kakeya-runner doctor (engine/cmd/check_model.cpp).
 void add_check_model(CLI::App& app, int& exit_code);

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "bridge/result.h"
 
@@ -37,5 +38,16 @@ class LogitsFile {
   int64_t n_vocab_ = 0;
   size_t rows_ = 0;
 };
+
+// A logits matrix read back from a .npy file: this class's files, or numpy.save of a C-order
+// float32 2-D array ('<f4', fortran_order False), e.g. PyTorch reference logits.
+struct LogitsMatrix {
+  size_t rows = 0;
+  int64_t n_vocab = 0;
+  std::vector<float> data;  // [rows][n_vocab]
+};
+// Errors: "io" naming the path; "parse_error" naming the path and what is not as above (magic,
+// version, dtype, order, shape, or a data size that disagrees with the shape).
+Result<LogitsMatrix> read_logits_npy(const std::string& path);
 
 }  // namespace kakeya::engine

@@ -3,8 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <memory>
 
+#include "bridge/json_strict.h"
+#include "bridge/sha256.h"
 #include "engine/draft.h"
 #include "engine/presets/report.h"
 #include "engine/speculative.h"
@@ -77,9 +81,42 @@ struct ArmRun {
   std::vector<std::vector<int32_t>> outputs;  // per sample
 };
 
+struct FilePrompts {
+  std::vector<std::string> prompts;
+  std::string warmup;
+};
+
+// The prompts file of the "file" workload (workload_prompts).
+Result<FilePrompts> read_prompts_file(const std::string& path) {
+  if (path.empty()) return make_error("bad_param", "workload \"file\" needs --prompts-file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error("io", "cannot open prompts file " + path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto parsed = bridge::parse_json_strict(text);
+  if (!parsed.ok()) return make_error(parsed.error().code, path + ": " + parsed.error().message);
+  const json& j = *parsed;
+  FilePrompts f;
+  if (!j.is_object() || !j.contains("prompts") || !j.contains("warmup")) {
+    return make_error("missing_key", path + ": want an object with \"prompts\" and \"warmup\"");
+  }
+  if (!j["prompts"].is_array() || !j["warmup"].is_string()) {
+    return make_error("bad_type", path + ": \"prompts\" must be an array of strings, \"warmup\" a string");
+  }
+  for (const json& p : j["prompts"]) {
+    if (!p.is_string()) return make_error("bad_type", path + ": prompt " + std::to_string(f.prompts.size()) + " is not a string");
+    f.prompts.push_back(p.get<std::string>());
+  }
+  f.warmup = j["warmup"].get<std::string>();
+  if (std::find(f.prompts.begin(), f.prompts.end(), f.warmup) != f.prompts.end()) {
+    return make_error("bad_param", path + ": the warm-up prompt is also a timed prompt");
+  }
+  return f;
+}
+
 }  // namespace
 
-Result<std::vector<BenchPrompt>> workload_prompts(const std::string& workload, int n, bool warmup) {
+Result<std::vector<BenchPrompt>> workload_prompts(const std::string& workload, int n, bool warmup,
+                                                  const std::string& prompts_file) {
   if (n < 1) return make_error("bad_param", "samples " + std::to_string(n) + " must be >= 1");
   std::vector<BenchPrompt> out;
   if (workload == "stories") {
@@ -101,8 +138,16 @@ Result<std::vector<BenchPrompt>> workload_prompts(const std::string& workload, i
   } else if (workload == "code") {
     for (int i = 0; i < n; ++i) out.push_back({"code-" + std::to_string(i), code_prompt(i + 1)});
     if (warmup) out.push_back({"code-warmup", code_prompt(1000)});
+  } else if (workload == "file") {
+    KAKEYA_ASSIGN_OR_RETURN(const FilePrompts f, read_prompts_file(prompts_file));
+    if (static_cast<size_t>(n) > f.prompts.size()) {
+      return make_error("bad_param", prompts_file + " has " + std::to_string(f.prompts.size()) +
+                                         " prompts; samples " + std::to_string(n));
+    }
+    for (int i = 0; i < n; ++i) out.push_back({"file-" + std::to_string(i), f.prompts[static_cast<size_t>(i)]});
+    if (warmup) out.push_back({"file-warmup", f.warmup});
   } else {
-    return make_error("bad_param", "workload \"" + workload + "\" is not stories, niah or code");
+    return make_error("bad_param", "workload \"" + workload + "\" is not stories, niah, code or file");
   }
   return out;
 }
@@ -145,9 +190,14 @@ Result<json> run_specdecode_bench(const SpecBenchConfig& c, Backend& backend, Ba
   if (c.block_sizes.empty()) return make_error("bad_param", "--block-sizes is empty");
   for (int k : c.block_sizes)
     if (k < 1) return make_error("bad_param", "block size " + std::to_string(k) + " must be >= 1");
-  KAKEYA_ASSIGN_OR_RETURN(std::vector<BenchPrompt> prompts, workload_prompts(c.workload, c.samples, true));
+  KAKEYA_ASSIGN_OR_RETURN(std::vector<BenchPrompt> prompts, workload_prompts(c.workload, c.samples, true, c.prompts_file));
   const BenchPrompt warm = prompts.back();
   prompts.pop_back();
+  std::string prompts_sha256;  // provenance of a "file" workload's prompts
+  if (c.workload == "file") {
+    std::ifstream in(c.prompts_file, std::ios::binary);
+    prompts_sha256 = bridge::sha256_hex(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
+  }
 
   KAKEYA_ASSIGN_OR_RETURN(LlamaModel model, LlamaModel::load(c.model));
   KAKEYA_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::from_gguf(model.gguf()));
@@ -310,6 +360,8 @@ Result<json> run_specdecode_bench(const SpecBenchConfig& c, Backend& backend, Ba
                  {"samples", c.samples},
                  {"gen_tokens", c.gen_tokens},
                  {"workload", c.workload},
+                 {"prompts_file", c.prompts_file.empty() ? json(nullptr) : json(c.prompts_file)},
+                 {"prompts_file_sha256", prompts_sha256.empty() ? json(nullptr) : json(prompts_sha256)},
                  {"threads", backend.info().threads},
                  {"n_ctx", n_ctx},
                  {"temperature", 0},

@@ -42,7 +42,8 @@ struct SpecBenchConfig {
   std::vector<int> block_sizes = {2, 4, 8};
   int samples = 5;
   int gen_tokens = 64;
-  std::string workload = "stories";    // stories | niah | code
+  std::string workload = "stories";    // stories | niah | code | file
+  std::string prompts_file;            // workload "file": the prompts (workload_prompts)
   std::string backend = "cpu";         // as requested (--backend): reports compare it with what ran
   size_t n_ctx = 0;                    // 0: max(model context, longest prompt + gen + block + 2)
   std::vector<int> verify_sizes = {1, 2, 4, 8, 16};
@@ -67,8 +68,13 @@ struct BenchPrompt {
 // ends in "-warmup" and whose text is none of the timed ones.
 // Workloads: "stories" (TinyStories-style openers), "niah" (generate_niah seed 42, 8–10 lines;
 // warm-up from seed 7), "code" (copy-heavy: a block of small functions followed by the start of
-// the same block again). Errors "bad_param" for an unknown workload or n < 1.
-Result<std::vector<BenchPrompt>> workload_prompts(const std::string& workload, int n, bool warmup);
+// the same block again), "file" (the first n prompts of `prompts_file`, a JSON object
+// {"prompts": [string, ...], "warmup": string, ...other keys ignored}, e.g. models/pycode.prompts.json).
+// Errors "bad_param" for an unknown workload, n < 1, or a "file" workload without a file, with
+// fewer than n prompts, or whose warm-up is one of them; "io", "parse_error", "duplicate_key",
+// "missing_key", "bad_type" for the file, naming it.
+Result<std::vector<BenchPrompt>> workload_prompts(const std::string& workload, int n, bool warmup,
+                                                  const std::string& prompts_file = "");
 
 // Target forward time for blocks of each size after `prompt` (n_tokens, context_tokens,
 // median_s, min_s, per_token_s; `reps` timed repeats after one untimed one).

@@ -139,6 +139,23 @@ TEST(PresetsCatalog, SpecdecodeBenchDraftModelTakesTheDraftRole) {
   EXPECT_FALSE(resolve_argv(*p, ctx).ok()) << "no draft model registered";
 }
 
+// The trained pair's preset: target, draft and prompts all from the runner's model registry.
+TEST(PresetsCatalog, SpecdecodeBenchPycodeTakesThePairAndItsPromptsFromTheRegistry) {
+  const PresetSpec* p = shipped().find("specdecode-bench-pycode");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->models, (std::vector<std::string>{"pycode_target", "pycode_draft", "pycode_prompts"}));
+  const std::map<std::string, std::string> roles = {{"pycode_target", "/m/t.gguf"},
+                                                    {"pycode_draft", "/m/d.gguf"},
+                                                    {"pycode_prompts", "/m/p.json"}};
+  const auto argv = argv_for(*p, json::object(), roles);
+  EXPECT_EQ(value_after(argv, "--model"), "/m/t.gguf");
+  EXPECT_EQ(value_after(argv, "--draft-model"), "/m/d.gguf");
+  EXPECT_EQ(value_after(argv, "--workload"), "file");
+  EXPECT_EQ(value_after(argv, "--prompts-file"), "/m/p.json");
+  EXPECT_EQ(value_after(argv, "--samples"), "8");
+  EXPECT_FALSE(validate_params(*p, {{"samples", 17}}).ok()) << "the prompts file holds 16";
+}
+
 TEST(PresetsCatalog, SpecdecodeBenchVerifyModeIsAnEnumPassedThrough) {
   for (const char* name : {"specdecode-bench", "specdecode-bench-draft-model"}) {
     const PresetSpec* p = shipped().find(name);

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <set>
 
 #include "bridge/gate.h"
@@ -35,6 +36,39 @@ TEST(SpecBenchWorkloads, DistinctPromptsAndASeparateWarmup) {
   EXPECT_EQ(niah->front().answer, "BETA-1409");  // DESIGN.md §5 vector: seed 42, first sample
   EXPECT_EQ(workload_prompts("poems", 5, true).error().code, "bad_param");
   EXPECT_EQ(workload_prompts("stories", 0, true).error().code, "bad_param");
+}
+
+// The "file" workload reads the committed pycode prompts, and refuses files it cannot use.
+TEST(SpecBenchWorkloads, FileWorkloadReadsPromptsAndRefusesUnusableFiles) {
+  const std::string pycode = (testing::models_dir() / "pycode.prompts.json").string();
+  auto p = workload_prompts("file", 16, true, pycode);
+  ASSERT_TRUE(p.ok()) << p.error().str();
+  ASSERT_EQ(p->size(), 17u);
+  std::set<std::string> texts;
+  for (const auto& b : p.value()) texts.insert(b.text);
+  EXPECT_EQ(texts.size(), 17u);
+  EXPECT_EQ(p->front().id, "file-0");
+  EXPECT_EQ(p->back().id, "file-warmup");
+  EXPECT_EQ(p->front().text.rfind("def ", 0), 0u) << p->front().text;
+
+  EXPECT_EQ(workload_prompts("file", 17, true, pycode).error().code, "bad_param");  // 16 in the file
+  EXPECT_EQ(workload_prompts("file", 5, true).error().code, "bad_param");           // no file
+  testing::TempDir dir;
+  auto write = [&](const std::string& name, const std::string& text) {
+    const std::string path = (dir.path() / name).string();
+    std::ofstream(path) << text;
+    return path;
+  };
+  EXPECT_EQ(workload_prompts("file", 1, true, write("dup.json", R"({"prompts": ["a", "b"], "warmup": "a"})")).error().code,
+            "bad_param");
+  EXPECT_EQ(workload_prompts("file", 1, true, write("type.json", R"({"prompts": ["a", 3], "warmup": "w"})")).error().code,
+            "bad_type");
+  EXPECT_EQ(workload_prompts("file", 1, true, write("keys.json", R"({"prompts": ["a"]})")).error().code, "missing_key");
+  EXPECT_EQ(workload_prompts("file", 1, true, write("twice.json", R"({"prompts": ["a"], "warmup": "w", "warmup": "v"})"))
+                .error()
+                .code,
+            "duplicate_key");
+  EXPECT_EQ(workload_prompts("file", 1, true, (dir.path() / "absent.json").string()).error().code, "io");
 }
 
 TEST(SpecBench, ReportIsLosslessAndPassesTheGate) {

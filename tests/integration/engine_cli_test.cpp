@@ -125,5 +125,30 @@ TEST(EngineCli, ArBenchPrintsLlamaBenchTablesWithoutAnOutDir) {
   EXPECT_NE(bad.exit_code, 0);
 }
 
+TEST(EngineCli, QuantizeWritesTheCopyInLlamaQuantizeArgumentOrderAndRefusesBadArguments) {
+  TempDir dir;
+  const std::string out = (dir.path() / "q8.gguf").string();
+  auto r = engine({"quantize", "--json", "--pure", stories(), out, "Q8_0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["kind"], "quantize");
+  EXPECT_EQ(j["file_type"], "q8_0");
+  EXPECT_EQ(j["tensors_retyped"], 32);  // token_embd, output, 6 per layer; ffn_down's rows of 172 stay F32
+  auto check = engine({"check-model", "--json", "-m", out});
+  ASSERT_EQ(check.exit_code, 0) << check.err;
+  EXPECT_EQ(json::parse(check.out)["tensor_types"]["q8_0"], 32);
+
+  // Without --pure, llama-quantize's rules: rows of 172 fit no Q8_0 block, so the copy is refused.
+  const auto rows = engine({"quantize", stories(), out, "q8_0"});
+  EXPECT_EQ(rows.exit_code, 1);
+  EXPECT_NE(rows.err.find("tensor blk.0.ffn_down.weight"), std::string::npos) << rows.err;
+
+  EXPECT_EQ(engine({"quantize", stories(), out, "q9_9"}).exit_code, 64);  // unknown type
+  EXPECT_EQ(engine({"quantize", stories(), out}).exit_code, 64);          // no TYPE
+  const auto same = engine({"quantize", stories(), stories(), "q8_0"});
+  EXPECT_EQ(same.exit_code, 1);
+  EXPECT_NE(same.err.find("is the input file"), std::string::npos) << same.err;
+}
+
 }  // namespace
 }  // namespace kakeya::testing
