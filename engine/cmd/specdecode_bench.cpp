@@ -87,7 +87,7 @@ void add_specdecode_bench(CLI::App& app, int& exit_code) {
   sub->add_option("--gen-tokens", a->config.gen_tokens, "Generated tokens per sample")->capture_default_str();
   sub->add_option("--workload", a->config.workload, "stories, niah, code, or file (--prompts-file)")->capture_default_str();
   sub->add_option("--prompts-file", a->config.prompts_file,
-                  "workload file: JSON {\"prompts\": [...], \"warmup\": \"...\"} (e.g. models/pycode.prompts.json)")
+                  "workload file: JSON {\"prompts\": [...], \"warmup\": \"...\"} (e.g. what tools/train_pair/prompts.py writes)")
       ->check(CLI::ExistingFile);
   sub->add_option("--verify-mode", a->verify_mode,
                   "cpu backend, batched matmuls of prefill and verify: quantized (verify agrees with decode) or sgemm")

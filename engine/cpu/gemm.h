@@ -5,8 +5,8 @@
 // rows is converted tile by tile on the fly into the micro-kernel's layout (f32 or int8 lanes
 // across rows), reused from L1 for every token of the block, and each micro-kernel keeps a tile of
 // outputs (rows × tokens) in registers. Kernel sets are chosen at run time like the decode kernels
-// (quant.h KernelIsa): AVX-512 (F/BW/VL/VNNI; BF16 weights by vdpbf16ps where the CPU has
-// AVX512-BF16), AVX2 (FMA, maddubs), portable.
+// (quant.h KernelIsa): AVX-512 (F/BW/VL/VNNI), AVX2 (FMA, maddubs), portable. BF16 weights are
+// widened to f32 and multiplied by FMA in both x86 sets (vdpbf16ps measured slower: gemm_avx512.cpp).
 //
 // Arithmetic (docs/tensor-types.md, "Batched matmul"):
 //   * Q4_0, Q8_0 (packed layout), Q4_K, Q6_K: int8 GEMM over the activations of the decode path
@@ -100,7 +100,7 @@ struct GemmKernels {
                GemmScratch&);
   void (*gemm_f32)(int64_t, int64_t, int64_t, float, const float*, size_t, const float*, size_t, bool, float*, size_t,
                    GemmScratch&);
-  const char* bf16_path;  // how BF16 weights run: "vdpbf16ps", "fma" or "decode"
+  const char* bf16_path;  // how BF16 weights run: "fma" or "decode"
 };
 // REQUIRES: kernel_isa_available(isa). The set matches quant_kernels(isa): its decode kernels
 // are the ones gemm_matches_decode() refers to.

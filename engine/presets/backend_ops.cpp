@@ -156,8 +156,8 @@ Status matmul_cases(Table& t) {
     for (int64_t n_in : n_ins) {
       for (int64_t n_out : {int64_t{1}, int64_t{33}}) {
         // 33 output rows: two packed groups of 16 and one row; 33 tokens: a batched path (the CPU
-        // backend's GEMM kernels from kMinBatchedTokens = 32 on: micro-kernel token tiles of 6, 8
-        // or 12 plus a remainder).
+        // backend's GEMM kernels from kMinBatchedTokens = 32 on: micro-kernel token tiles of 4, 6 or 8
+        // plus a remainder).
         for (int64_t tokens : {int64_t{1}, int64_t{5}, int64_t{33}}) {
           KAKEYA_TRY(matmul_case(t, type, n_in, n_out, tokens, rng, tol));
         }
@@ -188,7 +188,7 @@ Status matmul_cases(Table& t) {
   }
   // A batch through the GEMM kernels with a reduction over several panels: n_in of two whole
   // 256-value panels and part of a third (K-quants: three whole super-block panels), 37 rows (two
-  // packed groups and a partial one), 45 tokens (token tiles of 6, 8 or 12 and a rest). Its own
+  // packed groups and a partial one), 45 tokens (token tiles of 4, 6 or 8 and a rest). Its own
   // random stream, so the cases above keep their inputs.
   Rng wide(11);
   for (const auto& [type, n_ins] : types) {

@@ -69,7 +69,7 @@ struct BenchPrompt {
 // Workloads: "stories" (TinyStories-style openers), "niah" (generate_niah seed 42, 8–10 lines;
 // warm-up from seed 7), "code" (copy-heavy: a block of small functions followed by the start of
 // the same block again), "file" (the first n prompts of `prompts_file`, a JSON object
-// {"prompts": [string, ...], "warmup": string, ...other keys ignored}, e.g. models/pycode.prompts.json).
+// {"prompts": [string, ...], "warmup": string, ...other keys ignored}, e.g. the file tools/train_pair/prompts.py cuts).
 // Errors "bad_param" for an unknown workload, n < 1, or a "file" workload without a file, with
 // fewer than n prompts, or whose warm-up is one of them; "io", "parse_error", "duplicate_key",
 // "missing_key", "bad_type" for the file, naming it.

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "bridge/gate.h"
 #include "tests/engine/backends.h"
 #include "tests/harness/paths.h"
@@ -38,9 +40,19 @@ TEST(SpecBenchWorkloads, DistinctPromptsAndASeparateWarmup) {
   EXPECT_EQ(workload_prompts("stories", 0, true).error().code, "bad_param");
 }
 
-// The "file" workload reads the committed pycode prompts, and refuses files it cannot use.
+// The "file" workload reads a prompts file (tools/train_pair/prompts.py's format: 16 prompts and
+// a warm-up), and refuses files it cannot use.
 TEST(SpecBenchWorkloads, FileWorkloadReadsPromptsAndRefusesUnusableFiles) {
-  const std::string pycode = (testing::models_dir() / "pycode.prompts.json").string();
+  testing::TempDir dir;
+  auto write = [&](const std::string& name, const std::string& text) {
+    const std::string path = (dir.path() / name).string();
+    std::ofstream(path) << text;
+    return path;
+  };
+  nlohmann::json file = {{"source", "test"}, {"warmup", "def warm_up():\n    return 0\n"}};
+  for (int i = 0; i < 16; ++i)
+    file["prompts"].push_back("def f" + std::to_string(i) + "(x):\n    return x * " + std::to_string(i) + "\n");
+  const std::string pycode = write("prompts.json", file.dump());
   auto p = workload_prompts("file", 16, true, pycode);
   ASSERT_TRUE(p.ok()) << p.error().str();
   ASSERT_EQ(p->size(), 17u);
@@ -48,17 +60,12 @@ TEST(SpecBenchWorkloads, FileWorkloadReadsPromptsAndRefusesUnusableFiles) {
   for (const auto& b : p.value()) texts.insert(b.text);
   EXPECT_EQ(texts.size(), 17u);
   EXPECT_EQ(p->front().id, "file-0");
+  EXPECT_EQ(p->front().text, file["prompts"][0].get<std::string>());
   EXPECT_EQ(p->back().id, "file-warmup");
-  EXPECT_EQ(p->front().text.rfind("def ", 0), 0u) << p->front().text;
+  EXPECT_EQ(p->back().text, file["warmup"].get<std::string>());
 
   EXPECT_EQ(workload_prompts("file", 17, true, pycode).error().code, "bad_param");  // 16 in the file
   EXPECT_EQ(workload_prompts("file", 5, true).error().code, "bad_param");           // no file
-  testing::TempDir dir;
-  auto write = [&](const std::string& name, const std::string& text) {
-    const std::string path = (dir.path() / name).string();
-    std::ofstream(path) << text;
-    return path;
-  };
   EXPECT_EQ(workload_prompts("file", 1, true, write("dup.json", R"({"prompts": ["a", "b"], "warmup": "a"})")).error().code,
             "bad_param");
   EXPECT_EQ(workload_prompts("file", 1, true, write("type.json", R"({"prompts": ["a", 3], "warmup": "w"})")).error().code,
