@@ -18,13 +18,6 @@ using nlohmann::json;
 
 constexpr JsonSchema kAll[] = {JsonSchema::kRequest, JsonSchema::kStatus, JsonSchema::kSummary, JsonSchema::kReport};
 
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 TEST(JsonSchema, EveryFileInManifestsIsCompiledInUnchanged) {
   std::set<std::string> on_disk;
   for (const auto& e : std::filesystem::directory_iterator(testing::source_dir() / "manifests" / "schemas")) {
@@ -34,7 +27,7 @@ TEST(JsonSchema, EveryFileInManifestsIsCompiledInUnchanged) {
   for (JsonSchema s : kAll) {
     const std::string name(schema_file_name(s));
     known.insert(name);
-    EXPECT_EQ(schema_text(s), slurp(testing::source_dir() / "manifests" / "schemas" / name)) << name;
+    EXPECT_EQ(schema_text(s), testing::file_text(testing::source_dir() / "manifests" / "schemas" / name)) << name;
   }
   EXPECT_EQ(known, on_disk);  // a new schema file needs its JsonSchema entry, and the reverse
 }

@@ -61,13 +61,6 @@ std::string python_with_sentencepiece(std::string* why) {
   return "";
 }
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 TEST(TrainedPair, EngineTokenizerMatchesSentencepieceOnHeldOutFiles) {
   const fs::path dir = pair_dir();
   for (const char* f : {"pycode.model", "pycode.heldout.txt", "pycode-draft-f32.gguf"}) {
@@ -78,7 +71,7 @@ TEST(TrainedPair, EngineTokenizerMatchesSentencepieceOnHeldOutFiles) {
   if (py.empty()) GTEST_SKIP() << why;
 
   std::vector<std::string> paths;
-  std::istringstream list(read_text(dir / "pycode.heldout.txt"));
+  std::istringstream list(testing::file_text(dir / "pycode.heldout.txt"));
   for (std::string line; std::getline(list, line);) {
     if (!line.empty() && fs::exists(line)) paths.push_back(line);
   }
@@ -103,7 +96,7 @@ TEST(TrainedPair, EngineTokenizerMatchesSentencepieceOnHeldOutFiles) {
     const auto ids = row["ids"].get<std::vector<int32_t>>();
     want.insert(want.end(), ids.begin(), ids.end());
     const std::string path = row["path"].get<std::string>();
-    const std::vector<int32_t> got = tok->tokenize(read_text(path), true, false);
+    const std::vector<int32_t> got = tok->tokenize(testing::file_text(path), true, false);
     ++files;
     tokens += want.size();
     if (got != want) {
@@ -141,7 +134,7 @@ TEST_P(TrainedPairLogits, EngineLogitsMatchPyTorchAtEveryPosition) {
   for (const char* f : {c.gguf, c.logits, "pycode.reference.json"}) {
     if (const std::string m = file_missing(dir / f); !m.empty()) GTEST_SKIP() << m;
   }
-  const auto tokens = json::parse(read_text(dir / "pycode.reference.json"))["tokens"].get<std::vector<int32_t>>();
+  const auto tokens = json::parse(testing::file_text(dir / "pycode.reference.json"))["tokens"].get<std::vector<int32_t>>();
   auto ref = read_logits_npy((dir / c.logits).string());
   ASSERT_TRUE(ref.ok()) << ref.error().str();
   ASSERT_EQ(ref->rows, tokens.size());

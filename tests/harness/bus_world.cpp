@@ -22,12 +22,6 @@ namespace {
 constexpr const char* kUser = "agent";
 constexpr const char* kPassword = "s3cret-push-token";
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 }  // namespace
 
 const char* to_string(Transport t) { return t == Transport::GitDaemon ? "git_daemon" : "smart_http"; }
@@ -74,7 +68,7 @@ runner::ProcessResult RunnerProc::wait() {
   return proc_->wait();
 }
 
-std::string RunnerProc::log() const { return slurp(log_path_); }
+std::string RunnerProc::log() const { return file_text(log_path_); }
 
 BusWorld::BusWorld(Transport t) : transport_(t) {
   const fs::path srv = tmp_.path() / "srv";

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <system_error>
 
@@ -26,6 +28,13 @@ std::string shared_dir_missing(const std::filesystem::path& sub) {
   if (std::filesystem::exists(p, ec)) return {};
   return "third-party test data " + p.string() +
          " is absent (kept outside the repository; set KAKEYA_SHARED_DIR to the shared folder)";
+}
+
+std::string file_text(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 TempDir::TempDir(const std::string& prefix) {

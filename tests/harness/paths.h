@@ -30,6 +30,9 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// The whole file at `p`, byte for byte ("" when it cannot be read).
+std::string file_text(const std::filesystem::path& p);
+
 // A TCP port on 127.0.0.1 that was free when asked (bind to port 0, read it back).
 int free_tcp_port();
 

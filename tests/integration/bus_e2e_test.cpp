@@ -23,13 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 class BusE2E : public ::testing::TestWithParam<Transport> {
  protected:
   void SetUp() override { world_ = std::make_unique<BusWorld>(GetParam()); }
@@ -65,10 +58,10 @@ TEST_P(BusE2E, EnvProbeRequestClaimRunResultsFetch) {
   const fs::path dest = world_->dir() / "fetched";
   auto fetch = world_->kakeya({"fetch", branch, "--dest", dest.string()});
   ASSERT_EQ(fetch.exit_code, 0) << fetch.err;
-  const json report = json::parse(slurp(dest / "results" / "report.json"));
+  const json report = json::parse(file_text(dest / "results" / "report.json"));
   EXPECT_EQ(report["kind"], "env-probe");
   EXPECT_GT(report["memory"]["total_bytes"].get<long long>(), 0);
-  const json summary = json::parse(slurp(dest / "summary.json"));
+  const json summary = json::parse(file_text(dest / "summary.json"));
   EXPECT_EQ(summary["state"], "succeeded");
   EXPECT_EQ(summary["exit_code"], 0);
   EXPECT_EQ(summary["runner_id"], "r1");
@@ -76,18 +69,18 @@ TEST_P(BusE2E, EnvProbeRequestClaimRunResultsFetch) {
   EXPECT_FALSE(summary["request_commit"].get<std::string>().empty());
   EXPECT_TRUE(fs::exists(dest / "logs" / "job.log"));
   EXPECT_TRUE(fs::exists(dest / "gate.json"));
-  const json status = json::parse(slurp(dest / "status.json"));
+  const json status = json::parse(file_text(dest / "status.json"));
   EXPECT_EQ(status["state"], "succeeded");
   EXPECT_EQ(status["claim_gen"], 1);
 
   // What the runner and the engine wrote passes the typed readers, and with them the schemas.
-  auto typed = bridge::parse_summary(slurp(dest / "summary.json"));
+  auto typed = bridge::parse_summary(file_text(dest / "summary.json"));
   ASSERT_TRUE(typed.ok()) << typed.error().str();
   ASSERT_TRUE(typed->run && typed->run->command);
   EXPECT_EQ(typed->run->command->exit_code, 0);
   EXPECT_GT(typed->run->command->duration_s, 0);
   EXPECT_EQ(typed->run->outputs.size(), 1u);
-  auto typed_status = bridge::parse_status(slurp(dest / "status.json"));
+  auto typed_status = bridge::parse_status(file_text(dest / "status.json"));
   EXPECT_TRUE(typed_status.ok()) << typed_status.error().str();
   auto envelope = bridge::read_report_envelope(report);
   EXPECT_TRUE(envelope.ok()) << envelope.error().str();
@@ -232,7 +225,7 @@ TEST(BusClient, NeverTouchesTheUsersBranchIndexOrWorkTree) {
   const auto before_status = git({"status", "--porcelain=v1"});
   const auto before_head = git({"rev-parse", "HEAD"});
   const auto before_branch = git({"symbolic-ref", "HEAD"});
-  const std::string before_index = slurp(repo / ".git" / "index");
+  const std::string before_index = file_text(repo / ".git" / "index");
 
   auto r = world.kakeya({"request", "test-job", "--repo", repo.string(), "--json"}, {}, 60, repo);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -241,8 +234,8 @@ TEST(BusClient, NeverTouchesTheUsersBranchIndexOrWorkTree) {
   EXPECT_EQ(git({"status", "--porcelain=v1"}).value(), before_status.value());
   EXPECT_EQ(git({"rev-parse", "HEAD"}).value(), before_head.value());
   EXPECT_EQ(git({"symbolic-ref", "HEAD"}).value(), before_branch.value());
-  EXPECT_EQ(slurp(repo / ".git" / "index"), before_index);
-  EXPECT_EQ(slurp(repo / "a.txt"), "dirty edit\n");
+  EXPECT_EQ(file_text(repo / ".git" / "index"), before_index);
+  EXPECT_EQ(file_text(repo / "a.txt"), "dirty edit\n");
 
   EXPECT_EQ(world.read_run_file(branch, "a.txt"), "committed\n");
   EXPECT_EQ(world.read_run_file(branch, "b.txt"), "");

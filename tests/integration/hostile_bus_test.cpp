@@ -388,13 +388,6 @@ std::map<std::string, std::string> request_tips(BusWorld& w) {
   return out;
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 TEST_F(HostileBus, MalformedBranchesAreRejectedAndNeverStopTheRunner) {
   git_libgit2_init();
   auto runner = world_.start_runner("r1", {{"max_jobs", "2"}});
@@ -470,7 +463,7 @@ TEST_F(HostileBus, MalformedBranchesAreRejectedAndNeverStopTheRunner) {
   again->signal(SIGTERM);
   again->wait();
   for (const char* log : {"runner-r1.log"}) {
-    const std::string text = slurp(world_.dir() / log);
+    const std::string text = file_text(world_.dir() / log);
     EXPECT_TRUE(bridge::is_valid_utf8(text)) << log;
     EXPECT_NE(text.find("\\xff\\xfe"), std::string::npos) << "the \\xff\\xfe branch is not logged escaped";
   }

@@ -21,13 +21,6 @@ namespace fs = std::filesystem;
 
 constexpr const char* kUid = "4242";  // the simulated runner account (no passwd entry needed)
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 void spit(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary | std::ios::trunc) << text; }
 
 struct Meta {
@@ -99,14 +92,14 @@ TEST_F(Installer, InstallRunUpgradeUninstall) {
   for (const char* bin : {"kakeya", "kakeya-runner", "kakeya-engine"}) {
     EXPECT_EQ(meta(d("/usr/local/bin/") / bin).mode, 0755u) << bin;
   }
-  EXPECT_EQ(slurp(d("/usr/local/share/kakeya/presets.yaml")), slurp(source_dir() / "manifests/presets.yaml"));
+  EXPECT_EQ(file_text(d("/usr/local/share/kakeya/presets.yaml")), file_text(source_dir() / "manifests/presets.yaml"));
 
   // The unit agrees with the installed config: binary, config path, work_dir, stop timeout.
   auto cfg = runner::load_runner_config(d("/etc/kakeya/runner.yaml"));
   ASSERT_TRUE(cfg.ok()) << cfg.error().str();
   EXPECT_EQ(cfg->work_dir, "/var/lib/kakeya");
   EXPECT_EQ(cfg->catalog_path, "/usr/local/share/kakeya/presets.yaml");
-  const std::string unit = slurp(d("/etc/systemd/system/kakeya-runner.service"));
+  const std::string unit = file_text(d("/etc/systemd/system/kakeya-runner.service"));
   EXPECT_FALSE(std::regex_search(unit, std::regex("@[A-Z_]+@"))) << "unfilled template: " << unit;
   EXPECT_NE(unit.find("ExecStart=/usr/local/bin/kakeya-runner run --config /etc/kakeya/runner.yaml"), std::string::npos);
   EXPECT_NE(unit.find("ReadWritePaths=" + cfg->work_dir.string() + "\n"), std::string::npos);
@@ -138,7 +131,7 @@ TEST_F(Installer, InstallRunUpgradeUninstall) {
   // The operator edits the installed config (remote, paths inside the DESTDIR); the installed
   // runner then serves a request as the runner's account, with the installed catalog and engine.
   BusWorld world(Transport::GitDaemon);
-  std::string yaml = slurp(d("/etc/kakeya/runner.yaml"));
+  std::string yaml = file_text(d("/etc/kakeya/runner.yaml"));
   yaml = std::regex_replace(yaml, std::regex("\nremote_url: [^\n]*"), "\nremote_url: " + world.remote());
   yaml = std::regex_replace(yaml, std::regex("\ncredentials_file: [^\n]*"), "");
   yaml = std::regex_replace(yaml, std::regex("\nwork_dir: [^\n]*"), "\nwork_dir: " + d("/var/lib/kakeya").string());
@@ -170,14 +163,14 @@ TEST_F(Installer, InstallRunUpgradeUninstall) {
   spit(d("/usr/local/share/kakeya/presets.yaml.dist"), "# the catalog of an older release\n");
   auto upgrade = install({"upgrade"}, dest_.path());
   ASSERT_EQ(upgrade.exit_code, 0) << upgrade.err;
-  EXPECT_EQ(slurp(d("/etc/kakeya/runner.yaml")), yaml);
-  EXPECT_EQ(slurp(d("/usr/local/share/kakeya/presets.yaml")), slurp(source_dir() / "manifests/presets.yaml"));
+  EXPECT_EQ(file_text(d("/etc/kakeya/runner.yaml")), yaml);
+  EXPECT_EQ(file_text(d("/usr/local/share/kakeya/presets.yaml")), file_text(source_dir() / "manifests/presets.yaml"));
   // ... and an operator's edit of the catalog is kept, with a notice.
-  const std::string edited = slurp(d("/usr/local/share/kakeya/presets.yaml")) + "# operator's note\n";
+  const std::string edited = file_text(d("/usr/local/share/kakeya/presets.yaml")) + "# operator's note\n";
   spit(d("/usr/local/share/kakeya/presets.yaml"), edited);
   auto upgrade2 = install({"upgrade"}, dest_.path());
   ASSERT_EQ(upgrade2.exit_code, 0) << upgrade2.err;
-  EXPECT_EQ(slurp(d("/usr/local/share/kakeya/presets.yaml")), edited);
+  EXPECT_EQ(file_text(d("/usr/local/share/kakeya/presets.yaml")), edited);
   EXPECT_NE(upgrade2.out.find("kept the edited catalog"), std::string::npos) << upgrade2.out;
   EXPECT_EQ(meta(d("/etc/kakeya/runner.yaml")).mode, 0640u);
 
@@ -186,8 +179,8 @@ TEST_F(Installer, InstallRunUpgradeUninstall) {
   ASSERT_EQ(removed.exit_code, 0) << removed.err;
   EXPECT_FALSE(fs::exists(d("/usr/local/bin/kakeya-runner")));
   EXPECT_FALSE(fs::exists(d("/etc/systemd/system/kakeya-runner.service")));
-  EXPECT_EQ(slurp(d("/etc/kakeya/runner.yaml")), yaml);
-  EXPECT_EQ(slurp(d("/usr/local/share/kakeya/presets.yaml")), edited);
+  EXPECT_EQ(file_text(d("/etc/kakeya/runner.yaml")), yaml);
+  EXPECT_EQ(file_text(d("/usr/local/share/kakeya/presets.yaml")), edited);
   EXPECT_TRUE(fs::exists(d("/var/lib/kakeya/state.json")));
   auto purged = install({"uninstall", "--purge"}, dest_.path());
   ASSERT_EQ(purged.exit_code, 0) << purged.err;
@@ -201,7 +194,7 @@ TEST_F(Installer, LaunchdPlistIsInstalledWithThePaths) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const fs::path plist = d("/Library/LaunchDaemons/com.kakeya.runner.plist");
   ASSERT_TRUE(fs::exists(plist));
-  const std::string text = slurp(plist);
+  const std::string text = file_text(plist);
   EXPECT_FALSE(std::regex_search(text, std::regex("@[A-Z_]+@"))) << text;
   EXPECT_NE(text.find("<string>/usr/local/bin/kakeya-runner</string>"), std::string::npos) << text;
   EXPECT_NE(text.find("<string>/etc/kakeya/runner.yaml</string>"), std::string::npos) << text;

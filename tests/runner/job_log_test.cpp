@@ -12,13 +12,6 @@
 namespace kakeya::runner {
 namespace {
 
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 TEST(JobLog, RedactsBeforeWriting) {
   testing::TempDir dir;
   const auto path = dir.path() / "job.log";
@@ -27,8 +20,8 @@ TEST(JobLog, RedactsBeforeWriting) {
   log->write("token is hunter22-");
   log->write("token, again: hunter22-token\n");
   log->close();
-  EXPECT_EQ(slurp(path), "token is [REDACTED], again: [REDACTED]\n");
-  EXPECT_EQ(log->bytes_written(), slurp(path).size());
+  EXPECT_EQ(testing::file_text(path), "token is [REDACTED], again: [REDACTED]\n");
+  EXPECT_EQ(log->bytes_written(), testing::file_text(path).size());
   EXPECT_FALSE(log->truncated());
   EXPECT_FALSE(log->error().has_value());
 }
@@ -42,7 +35,7 @@ TEST(JobLog, CapWritesOneMarkerAndCountsDroppedBytes) {
   log->write("789abcdef");
   log->write("more\n");
   log->close();
-  EXPECT_EQ(slurp(path), "0123456789\n" + truncation_marker(10));
+  EXPECT_EQ(testing::file_text(path), "0123456789\n" + truncation_marker(10));
   EXPECT_EQ(truncation_marker(10), "[kakeya: log truncated at 10 bytes]\n");
   EXPECT_EQ(log->bytes_written(), 10u);
   EXPECT_EQ(log->bytes_dropped(), 6u + 5u);
@@ -55,7 +48,7 @@ TEST(JobLog, MarkerNeedsNoExtraNewlineAfterCompleteLine) {
   ASSERT_TRUE(log.ok());
   log->write("line1\nline2\n");
   log->close();
-  EXPECT_EQ(slurp(dir.path() / "l"), "line1\n" + truncation_marker(6));
+  EXPECT_EQ(testing::file_text(dir.path() / "l"), "line1\n" + truncation_marker(6));
 }
 
 TEST(JobLog, SecretStraddlingTheCapIsNeverWritten) {
@@ -70,7 +63,7 @@ TEST(JobLog, SecretStraddlingTheCapIsNeverWritten) {
     log->write(a);
     log->write(b);
     log->close();
-    const std::string body = slurp(path);
+    const std::string body = testing::file_text(path);
     EXPECT_EQ(body.find(secret), std::string::npos) << "cap " << cap << ": " << body;
     if (cap < redacted.size()) {
       const std::string head = redacted.substr(0, cap);
@@ -96,7 +89,7 @@ TEST(JobLog, ConcurrentWritersKeepEveryChunkWhole) {
   a.join();
   b.join();
   l.close();
-  std::istringstream in(slurp(path));
+  std::istringstream in(testing::file_text(path));
   std::set<std::string> lines;
   std::string line;
   std::size_t count = 0;
@@ -140,7 +133,7 @@ TEST(JobLog, WritesAfterCloseAreIgnored) {
   log->close();
   log->write("b");
   log->close();
-  EXPECT_EQ(slurp(dir.path() / "l"), "a");
+  EXPECT_EQ(testing::file_text(dir.path() / "l"), "a");
 }
 
 TEST(JobLog, CreateErrors) {

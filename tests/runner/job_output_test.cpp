@@ -10,13 +10,6 @@
 namespace kakeya::runner {
 namespace {
 
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 TEST(JobOutput, StreamsStayApartAndJobLogInterleavesWholeLines) {
   testing::TempDir dir;
   auto out = JobOutput::create(dir.path(), 1 << 20, {});
@@ -28,9 +21,9 @@ TEST(JobOutput, StreamsStayApartAndJobLogInterleavesWholeLines) {
   (*out)->write(2, "\rprogress 100%\n");
   (*out)->write(1, "tail without newline");
   (*out)->close();
-  EXPECT_EQ(slurp(dir.path() / JobOutput::kStdoutFile), "generated: alpha beta\ntail without newline");
-  EXPECT_EQ(slurp(dir.path() / JobOutput::kStderrFile), "\rprogress 50%\rprogress 100%\n");
-  const std::string combined = slurp(dir.path() / JobOutput::kCombinedFile);
+  EXPECT_EQ(testing::file_text(dir.path() / JobOutput::kStdoutFile), "generated: alpha beta\ntail without newline");
+  EXPECT_EQ(testing::file_text(dir.path() / JobOutput::kStderrFile), "\rprogress 50%\rprogress 100%\n");
+  const std::string combined = testing::file_text(dir.path() / JobOutput::kCombinedFile);
   EXPECT_NE(combined.find("generated: alpha beta\n"), std::string::npos) << combined;
   EXPECT_NE(combined.find("progress 100%\n"), std::string::npos) << combined;
   EXPECT_NE(combined.find("tail without newline"), std::string::npos) << combined;
@@ -46,11 +39,11 @@ TEST(JobOutput, RedactsEveryFile) {
   (*out)->write(1, "value-xyz end\n");
   (*out)->close();
   for (const char* f : {JobOutput::kStdoutFile, JobOutput::kStderrFile, JobOutput::kCombinedFile}) {
-    const std::string text = slurp(dir.path() / f);
+    const std::string text = testing::file_text(dir.path() / f);
     EXPECT_EQ(text.find("s3cret"), std::string::npos) << f << ": " << text;
     EXPECT_NE(text.find("[REDACTED]"), std::string::npos) << f << ": " << text;
   }
-  EXPECT_EQ(slurp(dir.path() / JobOutput::kStdoutFile), "token [REDACTED] end\n");
+  EXPECT_EQ(testing::file_text(dir.path() / JobOutput::kStdoutFile), "token [REDACTED] end\n");
 }
 
 TEST(JobOutput, LongLineWithoutEndIsNotHeldForever) {

@@ -58,13 +58,6 @@ TEST(LogFilter, IllFormedSecretNeverCutsACharacter) {
   EXPECT_EQ(out, "\\xe2[REDACTED]");
 }
 
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 TEST(JobLogUtf8, FileAndTailAreWellFormedWhateverTheJobWrites) {
   testing::TempDir dir;
   const auto path = dir.path() / "job.log";
@@ -74,7 +67,7 @@ TEST(JobLogUtf8, FileAndTailAreWellFormedWhateverTheJobWrites) {
   log->write("\x82\xac joined\n\xf0\x9f");
   EXPECT_TRUE(bridge::is_valid_utf8(log->tail(5)));
   log->close();
-  const std::string text = slurp(path);
+  const std::string text = testing::file_text(path);
   EXPECT_TRUE(bridge::is_valid_utf8(text)) << bridge::printable(text);
   EXPECT_EQ(text,
             "\\xc0\\xaf overlong, \\xed\\xa0\\x80 surrogate, \\x80 stray, [REDACTED], \xe2\x82\xac joined\n\\xf0\\x9f");
@@ -88,7 +81,7 @@ TEST(JobLogUtf8, CapCutsBetweenCharacters) {
   ASSERT_TRUE(log.ok());
   log->write("ab\xe2\x82\xac\xe2\x82\xac");  // 2 + 3 + 3 bytes; the cap (5) ends after the first "€"
   log->close();
-  const std::string text = slurp(path);
+  const std::string text = testing::file_text(path);
   EXPECT_TRUE(bridge::is_valid_utf8(text)) << bridge::printable(text);
   EXPECT_EQ(text, "ab\xe2\x82\xac\n" + truncation_marker(5));
   EXPECT_EQ(log->bytes_written(), 5u);
