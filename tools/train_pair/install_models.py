@@ -15,7 +15,6 @@ and, with --keep-f16 DIR, the rejoined F16 target as DIR/pycode-target-f16.gguf 
 Prints the size and sha256 of each file written.
 """
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -23,13 +22,7 @@ import subprocess
 import sys
 import tempfile
 
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+from corpus import sha256_file  # beside this script
 
 
 def main():
@@ -56,8 +49,8 @@ def main():
                                                ("draft-f32.gguf", "target.logits.npy", "draft.logits.npy")]
         for name, path in checks:
             want = rep["files"][name]["sha256"]
-            if sha256(path) != want:
-                sys.exit("%s: sha256 %s, train-report.json says %s" % (path, sha256(path), want))
+            if sha256_file(path) != want:
+                sys.exit("%s: sha256 %s, train-report.json says %s" % (path, sha256_file(path), want))
         os.makedirs(a.models, exist_ok=True)
         m = lambda n: os.path.join(a.models, n)  # noqa: E731
         subprocess.run([a.engine, "quantize", f16, m("pycode-target-q8_0.gguf"), "q8_0"], check=True)
@@ -80,7 +73,7 @@ def main():
                                           "pycode-draft.logits.npy", "pycode.model", "pycode.reference.json",
                                           "pycode.heldout.txt")]
         for p in written:
-            print("%-40s %10d  %s" % (os.path.basename(p), os.path.getsize(p), sha256(p)))
+            print("%-40s %10d  %s" % (os.path.basename(p), os.path.getsize(p), sha256_file(p)))
     finally:
         shutil.rmtree(tmp)
     return 0
