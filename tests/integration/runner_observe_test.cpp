@@ -179,9 +179,17 @@ TEST(RunnerObserve, NotifyMetricsStatusLogsAndRetention) {
   EXPECT_EQ(sample(metrics.body, "kakeya_runner_spool_depth"), 0);
   EXPECT_EQ(sample(metrics.body, "kakeya_runner_kept_failed_jobs"), 1) << metrics.body;
 
-  // Retention: the succeeded job's directory is gone, the failed one is kept with its logs.
+  // Retention: the succeeded job's directory is gone, the failed one is kept with its logs. The
+  // gauge counts kept directories apart from running jobs, so it can reach 1 while the succeeded
+  // job is not yet reaped and its directory not yet removed: wait for the removal.
   std::vector<fs::path> kept;
-  for (const auto& e : fs::directory_iterator(work / "jobs")) kept.push_back(e.path());
+  wait_until(
+      [&] {
+        kept.clear();
+        for (const auto& e : fs::directory_iterator(work / "jobs")) kept.push_back(e.path());
+        return kept.size() == 1;
+      },
+      10);
   ASSERT_EQ(kept.size(), 1u);
   EXPECT_TRUE(fs::exists(kept[0] / "stdout.log"));
   EXPECT_NE(kept[0].filename().string().find(bad.substr(bad.rfind('-') + 1)), std::string::npos) << kept[0];
