@@ -4,6 +4,8 @@
 
 #include <cblas.h>
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -23,6 +25,20 @@ namespace {
 
 uint8_t* aligned_bytes(size_t bytes) {
   return static_cast<uint8_t*>(std::aligned_alloc(64, std::max<size_t>(64, (bytes + 63) / 64 * 64)));
+}
+
+// A buffer the decode kernels stream from (the packed weight copies): 2 MiB-aligned and advised
+// to transparent huge pages (MADV_HUGEPAGE; honoured where THP is "madvise" or "always", ignored
+// elsewhere), so a sweep over the weights takes one TLB miss per 2 MiB instead of per 4 KiB
+// (one core read 16.0 -> 16.8-17.4 GB/s on the Xeon measured). The size is not rounded up: the
+// pages past the last whole 2 MiB stay small, so no memory is added.
+uint8_t* streamed_bytes(size_t bytes) {
+  constexpr size_t kHuge = size_t{2} << 20;
+  if (bytes < kHuge) return aligned_bytes(bytes);
+  void* p = nullptr;  // posix_memalign: aligned_alloc wants the size a multiple of the alignment
+  if (::posix_memalign(&p, kHuge, bytes) != 0) return nullptr;
+  ::madvise(p, bytes / kHuge * kHuge, MADV_HUGEPAGE);
+  return static_cast<uint8_t*>(p);
 }
 
 // y = x / sqrt(mean(x²) + eps) · w (ggml rms_norm then mul; sum of squares in double).
@@ -187,7 +203,7 @@ Result<UploadedWeight> CpuBackend::upload_weight(const WeightMatrix& w, WeightUs
   auto b = CpuBuffer::view(w.data, allocated_);
   if (use == WeightUse::kMatmul && pack_weights_ && packable(w.type, w.n_in)) {
     const size_t bytes = packed_bytes(w.type, w.n_in, w.n_out);
-    uint8_t* packed = aligned_bytes(bytes);
+    uint8_t* packed = streamed_bytes(bytes);
     if (packed == nullptr) {
       return make_error("out_of_memory", "cannot allocate " + std::to_string(bytes) +
                                              " bytes for the packed copy of " + w.name);
