@@ -1,6 +1,8 @@
 // Decode mat-vec kernel benchmark (issue 5; never asserted). Writes one JSON document.
-// One thread streams a set of weight matrices too large for any cache (default 24 matrices of
-// 5632×2048, the TinyLlama-1.1B FFN shape) through each kernel set and layout the CPU can run:
+// One thread streams a set of weight matrices (default 24 matrices of 5632×2048, the
+// TinyLlama-1.1B FFN shape: 156 MB at 4.5 bits/weight, beyond most L3 caches; raise --matrices
+// where the L3 is larger, e.g. 100 on the 480 MiB L3 of the Xeon VM in bench/README.md) through
+// each kernel set and layout the CPU can run:
 //   row-major: quant_kernels(isa).matvec over the rows as stored in a GGUF file;
 //   packed:    quant_kernels(isa).matvec_packed over the row-interleaved copy (quant.h).
 // Reported per case: median seconds per sweep over --reps sweeps, weight GB/s, and the ratio to

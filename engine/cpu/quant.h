@@ -30,8 +30,10 @@
 //
 // The public functions dispatch at run time (once, from cpu_features()) to the best kernel set the
 // CPU can run (active_kernel_isa()): AVX-512 (F/BW/VL/VNNI: the AVX2 set with 512-bit packed
-// mat-vec kernels and VNNI dot products), else AVX2 (AVX2+FMA+F16C), else portable. No function
-// allocates except quantize_activations when `out.bytes` must grow. The kernel sets' shared
+// mat-vec kernels, 512-bit F16/BF16/Q4_K/Q6_K mat-vec and VNNI dot products), else AVX2
+// (AVX2+FMA+F16C), else portable. No function allocates except quantize_activations when
+// `out.bytes` must grow, and the AVX-512 F16/BF16/Q4_K mat-vec when its thread-local copy of the
+// activations (widened to f32, or reordered) must grow. The kernel sets' shared
 // internals (packed layout offsets, the portable activation quantizers) are private:
 // engine/cpu/quant_internal.h.
 

@@ -69,9 +69,10 @@ inline __m512 keep_rounded(__m512 v) {
 
 // The packed mat-vec kernels stream G = 2 groups of 16 rows at once (two sequential memory
 // streams) and prefetch, block by block, the same block of the next two groups into L2: one
-// thread then reads Q4_0 at 24-26 GB/s instead of 15 without the prefetch, Q8_0 16-17 instead of
-// 13.6 (kakeya_kernels_bench, 12 matrices of 5632×2048, the Xeon measured). A last odd group
-// runs alone with a fixed-distance prefetch. The prefetches past the matrix never fault.
+// thread then reads Q4_0 from memory at 14.4 GB/s instead of 12.2 without the prefetch, and
+// 13.0-14.0 with a fixed distance of 4 or 16 KiB (kakeya_kernels_bench, 100 matrices of
+// 5632×2048 = 650 MB, beyond the 480 MiB L3 of the Xeon measured). A last odd group runs alone
+// with a fixed-distance prefetch. The prefetches past the matrix never fault.
 // Every row's arithmetic is the same either way, so results do not depend on the grouping.
 template <int G, class Block>
 inline void packed_groups(const uint8_t* packed, size_t gbytes, int64_t nb, int64_t r0, int64_t r1, float* y,
@@ -170,16 +171,15 @@ void packed_q8_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const
 // ---- row-major mat-vec: two memory streams ----
 //
 // One thread reading its rows front to back is one sequential stream; two streams far apart in
-// memory read about 15% faster on the Xeon measured (16.9 vs 14.6 GB/s on one core, a plain read loop:
-// the L2 streamer keeps both running, while one stream waits on each 4 KiB page's prefetch start).
-// So the rows [r0, r1) are split in two halves and a kernel computes row r0 + i of the first half
-// together with row r0 + h + i of the second, sharing the activation loads. Each row's arithmetic
-// does not depend on its partner, so results do not depend on the split.
+// memory read about 15% faster on the Xeon measured (16.9 vs 14.6 GB/s on one core, a plain read
+// loop). So the rows [r0, r1) are split in two halves and a kernel computes row r0 + i of the
+// first half together with row r0 + h + i of the second, sharing the activation loads. Each row's
+// arithmetic does not depend on its partner, so results do not depend on the split.
 // While a row is computed, the kernels prefetch the same bytes of the row after it (`ahead` =
 // the row stride) into L2, chunk by chunk: rows of a few KiB are too short for the L2 streamer
-// to reach full speed on its own. Measured one thread, 12 matrices of 5632×2048, alternating:
-// F16 14.4 -> 17-19 GB/s, BF16 12.7 -> 15.6, Q6_K 14-21 -> 21-24 against prefetching each next
-// row whole before computing it.
+// to reach full speed on its own. One thread from memory (bench/results/kernels-dram-vm.json):
+// F16 13.8 GB/s, BF16 14.3, Q4_K 13.6, Q6_K 14.0, the core's read bandwidth, where the AVX2
+// kernels these replace read 9.3, 7.8, 9.3 and 7.5.
 //   two(a, b): rows a and b; one(a): row a alone (the odd row out).
 template <class Two, class One>
 inline void two_streams(int64_t r0, int64_t r1, const Two& two, const One& one) {
