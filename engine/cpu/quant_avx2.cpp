@@ -470,6 +470,55 @@ void quantize_q8_1(const float* x, BlockQ8_1* y, int64_t n) {
   }
 }
 
+// Q8_K (ggml quantize_row_q8_K_ref, bit-identical to detail::quantize_row_q8_k): per 256 values,
+// max = the first value of largest magnitude (NaNs skipped, as the scalar `ax > amax` skips them),
+// q = min(127, round-half-even(x·(-127/max))), bsums of 16, d = 1/iscale.
+void quantize_q8_k(const float* x, BlockQ8_K* y, int64_t n) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  for (int64_t i = 0; i < n / 256; ++i, x += 256) {
+    __m256 amax8 = _mm256_setzero_ps();
+    // max_ps returns its second operand when either is NaN: amax8 second keeps NaNs out.
+    for (int k = 0; k < 32; ++k) amax8 = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * k)), amax8);
+    __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(amax8, 1), _mm256_castps256_ps128(amax8));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    const float amax = _mm_cvtss_f32(m4);
+    if (amax == 0.0f) {
+      y[i].d = 0.0f;
+      std::memset(y[i].qs, 0, sizeof y[i].qs);
+      std::memset(y[i].bsums, 0, sizeof y[i].bsums);
+      continue;
+    }
+    float max = 0.0f;
+    const __m256 target = _mm256_set1_ps(amax);
+    for (int k = 0; k < 32; ++k) {
+      const int hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * k)), target, _CMP_EQ_OQ));
+      if (hit != 0) {
+        max = x[8 * k + __builtin_ctz(static_cast<unsigned>(hit))];
+        break;
+      }
+    }
+    const float iscale = -127.f / max;
+    const __m256 mul = _mm256_set1_ps(iscale);
+    const __m256i top = _mm256_set1_epi32(127);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int g = 0; g < 8; ++g) {  // 32 values: two bsums
+      __m256i q[4];
+      for (int k = 0; k < 4; ++k) {
+        const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + 32 * g + 8 * k), mul);
+        // nearest_int of the default NaN is 0 (its mantissa trick), VCVTPS2DQ's INT_MIN: zero NaN lanes.
+        const __m256i ordered = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_ORD_Q));
+        q[k] = _mm256_and_si256(_mm256_min_epi32(_mm256_cvtps_epi32(v), top), ordered);
+      }
+      const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[i].qs + 32 * g), _mm256_permutevar8x32_epi32(p, order));
+      y[i].bsums[2 * g] = static_cast<int16_t>(hsum_epi32(_mm256_add_epi32(q[0], q[1])));
+      y[i].bsums[2 * g + 1] = static_cast<int16_t>(hsum_epi32(_mm256_add_epi32(q[2], q[3])));
+    }
+    y[i].d = 1.0f / iscale;
+  }
+}
+
 void avx2_quantize_activations(GgmlType weight_type, const float* x, int64_t n, ActivationBuffer& out) {
   const GgmlType format = vec_dot_type(weight_type);
   switch (format) {
@@ -496,6 +545,12 @@ void avx2_quantize_activations(GgmlType weight_type, const float* x, int64_t n, 
       out.n = n;
       out.bytes.resize(detail::activation_bytes(weight_type, n));
       quantize_q8_1(x, reinterpret_cast<BlockQ8_1*>(out.bytes.data()), n);
+      return;
+    case GgmlType::Q8_K:
+      out.vec_dot_type = GgmlType::Q8_K;
+      out.n = n;
+      out.bytes.resize(detail::activation_bytes(weight_type, n));
+      quantize_q8_k(x, reinterpret_cast<BlockQ8_K*>(out.bytes.data()), n);
       return;
     default:
       detail::portable_kernels().quantize_activations(weight_type, x, n, out);

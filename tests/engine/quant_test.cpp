@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -657,6 +658,45 @@ TEST(Quant, SimdKernelSetsAgreeWithPortable) {
       }
     }
   }
+}
+
+// Q8_K activations (the K-quants' vec_dot_type) from every set equal ggml's scalar reference on
+// the inputs where a vectorized max and rounding could part from it: an all-zero block, a
+// magnitude tie between signs (the first one sets the sign of the scale), values landing on .5
+// after scaling (ties to even), infinities and the default NaN (nearest_int gives it 0).
+TEST(Quant, Q8KActivationsMatchTheReferenceOnEdgeInputs) {
+  std::vector<std::vector<float>> cases;
+  cases.push_back(std::vector<float>(512, 0.0f));
+  std::vector<float> tie = random_activations(256, 5, 0.5f);
+  tie[40] = -2.0f;
+  tie[200] = 2.0f;
+  cases.push_back(tie);
+  std::vector<float> halves(256);
+  for (int j = 0; j < 256; ++j) halves[static_cast<size_t>(j)] = static_cast<float>((j % 254) - 127) + 0.5f;
+  halves[3] = -127.0f;  // max: iscale = 1, so every other value is an exact .5 tie
+  cases.push_back(halves);
+  std::vector<float> odd = random_activations(512, 6);
+  odd[7] = std::numeric_limits<float>::quiet_NaN();
+  odd[300] = std::numeric_limits<float>::infinity();
+  odd[301] = std::numeric_limits<float>::quiet_NaN();
+  cases.push_back(odd);
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const std::vector<float>& x = cases[c];
+    ActivationBuffer ref;
+    quant_kernels(KernelIsa::Portable).quantize_activations(GgmlType::Q4_K, x.data(), static_cast<int64_t>(x.size()), ref);
+    ASSERT_EQ(ref.vec_dot_type, GgmlType::Q8_K);
+    for (KernelIsa isa : available_isas()) {
+      ActivationBuffer got;
+      quant_kernels(isa).quantize_activations(GgmlType::Q4_K, x.data(), static_cast<int64_t>(x.size()), got);
+      EXPECT_EQ(got.bytes, ref.bytes) << "case " << c << ", " << kernel_isa_name(isa);
+    }
+  }
+  // The tie: the first of {-2, +2} is negative, so iscale = -127/-2 > 0 and q(+2) = 127.
+  ActivationBuffer ref;
+  quant_kernels(KernelIsa::Portable).quantize_activations(GgmlType::Q4_K, cases[1].data(), 256, ref);
+  const auto* b = reinterpret_cast<const BlockQ8_K*>(ref.bytes.data());
+  EXPECT_EQ(b->qs[40], -127);
+  EXPECT_EQ(b->qs[200], 127);
 }
 
 TEST(Quant, SimdKernelSetsAgreeWithPortableOnReferenceTensors) {
