@@ -1,8 +1,8 @@
 // AVX-512 F/BW/VL/VNNI kernels for packed (row-interleaved) Q4_0 and Q8_0 matrices and for the
 // F16, BF16, Q4_K and Q6_K mat-vec, plus the lane-exact types (Q4_1 ... IQ4_XS) through their VNNI
-// build (quant_lanes_avx512.cpp); everything else is the AVX2 set. This file is compiled with -mavx512f -mavx512bw -mavx512vl
-// -mavx512vnni (plus the AVX2 flags) and only entered through detail::avx512_kernels() after
-// cpu_features().can_run_avx512().
+// build (quant_lanes_avx512.cpp); everything else is the AVX2 set. This file is compiled with
+// -mavx512f -mavx512bw -mavx512vl -mavx512vnni (plus the AVX2 flags) and only entered through
+// detail::avx512_kernels() after cpu_features().can_run_avx512().
 //
 // One 64-byte load of a packed group holds the same 4 bytes of 16 rows (layout in quant.h);
 // VPDPBUSD (u8 × s8, four products summed into each int32 lane) against the 4 activation bytes
