@@ -522,39 +522,31 @@ void quantize_q8_k(const float* x, BlockQ8_K* y, int64_t n) {
 void avx2_quantize_activations(GgmlType weight_type, const float* x, int64_t n, ActivationBuffer& out) {
   const GgmlType format = vec_dot_type(weight_type);
   switch (format) {
-    case GgmlType::F16: {
-      out.vec_dot_type = GgmlType::F16;
-      out.n = n;
-      out.bytes.resize(detail::activation_bytes(weight_type, n));
-      auto* d = reinterpret_cast<uint16_t*>(out.bytes.data());
-      int64_t i = 0;
-      for (; i + 8 <= n; i += 8)
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
-      for (; i < n; ++i) d[i] = fp32_to_fp16(x[i]);
-      return;
-    }
+    case GgmlType::F16:
     case GgmlType::Q8_0:
-      out.vec_dot_type = GgmlType::Q8_0;
-      out.n = n;
-      out.bytes.resize(detail::activation_bytes(weight_type, n));
-      quantize_q8_0(x, reinterpret_cast<BlockQ8_0*>(out.bytes.data()), n);
-      detail::fill_block_sums(out);
-      return;
     case GgmlType::Q8_1:
-      out.vec_dot_type = GgmlType::Q8_1;
-      out.n = n;
-      out.bytes.resize(detail::activation_bytes(weight_type, n));
-      quantize_q8_1(x, reinterpret_cast<BlockQ8_1*>(out.bytes.data()), n);
-      return;
-    case GgmlType::Q8_K:
-      out.vec_dot_type = GgmlType::Q8_K;
-      out.n = n;
-      out.bytes.resize(detail::activation_bytes(weight_type, n));
-      quantize_q8_k(x, reinterpret_cast<BlockQ8_K*>(out.bytes.data()), n);
-      return;
+    case GgmlType::Q8_K: break;
     default:
       detail::portable_kernels().quantize_activations(weight_type, x, n, out);
       return;
+  }
+  out.vec_dot_type = format;
+  out.n = n;
+  out.bytes.resize(detail::activation_bytes(weight_type, n));
+  uint8_t* bytes = out.bytes.data();
+  if (format == GgmlType::F16) {
+    auto* d = reinterpret_cast<uint16_t*>(bytes);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; ++i) d[i] = fp32_to_fp16(x[i]);
+  } else if (format == GgmlType::Q8_0) {
+    quantize_q8_0(x, reinterpret_cast<BlockQ8_0*>(bytes), n);
+    detail::fill_block_sums(out);
+  } else if (format == GgmlType::Q8_1) {
+    quantize_q8_1(x, reinterpret_cast<BlockQ8_1*>(bytes), n);
+  } else {
+    quantize_q8_k(x, reinterpret_cast<BlockQ8_K*>(bytes), n);
   }
 }
 
