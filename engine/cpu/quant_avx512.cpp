@@ -53,9 +53,12 @@ inline void store_rows16(__m512 v, int64_t row0, int64_t r0, int64_t r1, float* 
   for (int64_t r = std::max(r0, row0); r < std::min(r1, row0 + kPackRows); ++r) y[r - r0] = tmp[r - row0];
 }
 
-// Software prefetch distance in bytes for a group streamed alone, into L2 (prefetcht1: on the
-// Xeon measured, T0 prefetches held L1 fill buffers and read 10-15% slower than T1).
-constexpr size_t kPrefetchBytes = 16384;
+// Software prefetch distance, in bytes ahead in each memory stream, into L2 (prefetcht1: on the
+// Xeon measured, T0 prefetches held L1 fill buffers and read 10-15% slower than T1). A plain read
+// loop on one core of that Xeon reads 15.1-15.5 GB/s with no software prefetch, 18.6-19.1 with
+// every line prefetched 1-2 KiB ahead, and 14.9-15.3 at 4 KiB: far enough to cover the memory
+// latency, near enough that the L2 streamer does not train on the prefetches themselves.
+constexpr size_t kPrefetchBytes = 2048;
 
 inline void prefetch_lines(const uint8_t* p, size_t bytes) {
   for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T1);
@@ -68,12 +71,14 @@ inline __m512 keep_rounded(__m512 v) {
 }
 
 // The packed mat-vec kernels stream G = 2 groups of 16 rows at once (two sequential memory
-// streams) and prefetch, block by block, the same block of the next two groups into L2: one
-// thread then reads Q4_0 from memory at 14.4 GB/s instead of 12.2 without the prefetch, and
-// 13.0-14.0 with a fixed distance of 4 or 16 KiB (kakeya_kernels_bench, 100 matrices of
-// 5632×2048 = 650 MB, beyond the 480 MiB L3 of the Xeon measured). A last odd group runs alone
-// with a fixed-distance prefetch. The prefetches past the matrix never fault.
-// Every row's arithmetic is the same either way, so results do not depend on the grouping.
+// streams), and each stream prefetches its own bytes kPrefetchBytes ahead into L2, block by
+// block (a group's last blocks prefetch the start of the group after it). One thread from memory
+// (kakeya_kernels_bench, 100 matrices of 5632×2048, beyond the 480 MiB L3 of the Xeon
+// measured), alternating in one run: Q4_0 14.2 -> 15.5 GB/s and Q8_0 14.4 -> 15.8 against
+// prefetching the same block of the next two groups (36 KiB ahead), which this replaces; 1 KiB
+// ahead or four streams read no faster. A last odd group runs alone. The prefetches past the
+// matrix never fault. Every row's arithmetic is the same either way, so results do not depend on
+// the grouping.
 template <int G, class Block>
 inline void packed_groups(const uint8_t* packed, size_t gbytes, int64_t nb, int64_t r0, int64_t r1, float* y,
                           size_t block_bytes, const Block& block) {
@@ -83,9 +88,9 @@ inline void packed_groups(const uint8_t* packed, size_t gbytes, int64_t nb, int6
     __m512 acc[G];
     for (int h = 0; h < G; ++h) acc[h] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-      // The same block of the next G groups into L2 (T1) while these are computed.
       for (int h = 0; h < G; ++h)
-        prefetch_lines(packed + static_cast<size_t>(g + G + h) * gbytes + static_cast<size_t>(b) * block_bytes, block_bytes);
+        prefetch_lines(packed + static_cast<size_t>(g + h) * gbytes + static_cast<size_t>(b) * block_bytes + kPrefetchBytes,
+                       block_bytes);
       for (int h = 0; h < G; ++h) acc[h] = block(packed + static_cast<size_t>(g + h) * gbytes, b, acc[h]);
     }
     for (int h = 0; h < G; ++h) store_rows16(acc[h], (g + h) * kPackRows, r0, r1, y);
@@ -175,11 +180,12 @@ void packed_q8_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const
 // loop). So the rows [r0, r1) are split in two halves and a kernel computes row r0 + i of the
 // first half together with row r0 + h + i of the second, sharing the activation loads. Each row's
 // arithmetic does not depend on its partner, so results do not depend on the split.
-// While a row is computed, the kernels prefetch the same bytes of the row after it (`ahead` =
-// the row stride) into L2, chunk by chunk: rows of a few KiB are too short for the L2 streamer
+// Each row stream prefetches its own bytes kPrefetchBytes ahead into L2, chunk by chunk (the end
+// of a row prefetches the start of the next): rows of a few KiB are too short for the L2 streamer
 // to reach full speed on its own. One thread from memory (bench/results/kernels-dram-vm.json):
-// F16 13.8 GB/s, BF16 14.3, Q4_K 13.6, Q6_K 14.0, the core's read bandwidth, where the AVX2
-// kernels these replace read 9.3, 7.8, 9.3 and 7.5.
+// F16 13.8 GB/s, BF16 14.3, Q4_K 13.6, Q6_K 14.0 with the next row prefetched (one row stride
+// ahead), where the AVX2 kernels these replace read 9.3, 7.8, 9.3 and 7.5; 2 KiB ahead adds 1-6%
+// end to end (F16 1.5%, BF16 5%, Q4_K 4%, Q6_K 2%, decode alternating in one run).
 //   two(a, b): rows a and b; one(a): row a alone (the odd row out).
 template <class Two, class One>
 inline void two_streams(int64_t r0, int64_t r1, const Two& two, const One& one) {
@@ -219,7 +225,7 @@ inline float bf16_scalar(uint16_t h) {
 // products; only the f32 accumulation order differs, 4 × 16 lanes). R rows at once share the
 // activation loads.
 template <int R, __m512 (*Load)(const uint16_t*), float (*Scalar)(uint16_t)>
-inline void dense_rows(const uint16_t* const* rows, const float* xf, int64_t n, size_t ahead, float* out) {
+inline void dense_rows(const uint16_t* const* rows, const float* xf, int64_t n, float* out) {
   __m512 acc[R][4];
   for (int r = 0; r < R; ++r)
     for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_setzero_ps();
@@ -227,7 +233,7 @@ inline void dense_rows(const uint16_t* const* rows, const float* xf, int64_t n, 
   for (; k + 64 <= n; k += 64) {
     __m512 x[4];
     for (int j = 0; j < 4; ++j) x[j] = _mm512_loadu_ps(xf + k + 16 * j);
-    for (int r = 0; r < R; ++r) prefetch_lines(reinterpret_cast<const uint8_t*>(rows[r] + k) + ahead, 128);
+    for (int r = 0; r < R; ++r) prefetch_lines(reinterpret_cast<const uint8_t*>(rows[r] + k) + kPrefetchBytes, 128);
     for (int r = 0; r < R; ++r)
       for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_fmadd_ps(Load(rows[r] + k + 16 * j), x[j], acc[r][j]);
   }
@@ -246,7 +252,6 @@ template <__m512 (*Load)(const uint16_t*), float (*Scalar)(uint16_t)>
 void rows_dense16(const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act, float* y) {
   const float* xf = widened_activations(reinterpret_cast<const uint16_t*>(act.bytes.data()), n, Scalar, Load);
   const size_t stride = ggml_row_bytes(GgmlType::F16, n);  // 2 bytes per weight, as BF16
-  const size_t ahead = stride;
   const auto row = [&](int64_t r) {
     return reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(w) + static_cast<size_t>(r) * stride);
   };
@@ -255,13 +260,13 @@ void rows_dense16(const void* w, int64_t n, int64_t r0, int64_t r1, const Activa
       [&](int64_t a, int64_t b) {
         const uint16_t* rows[2] = {row(a), row(b)};
         float out[2];
-        dense_rows<2, Load, Scalar>(rows, xf, n, ahead, out);
+        dense_rows<2, Load, Scalar>(rows, xf, n, out);
         y[a - r0] = out[0];
         y[b - r0] = out[1];
       },
       [&](int64_t a) {
         const uint16_t* rows[1] = {row(a)};
-        dense_rows<1, Load, Scalar>(rows, xf, n, ahead, y + (a - r0));
+        dense_rows<1, Load, Scalar>(rows, xf, n, y + (a - r0));
       });
 }
 
@@ -319,7 +324,7 @@ inline float q6k_block(const BlockQ6_K& b, const __m512i& a0, const __m512i& a1,
 }
 
 template <int R>
-inline void q6k_rows(const BlockQ6_K* const* x, const BlockQ8_K* y, int64_t nb, size_t ahead, float* out) {
+inline void q6k_rows(const BlockQ6_K* const* x, const BlockQ8_K* y, int64_t nb, float* out) {
   // 16-element sub-blocks: chunk c holds sub-blocks 4c..4c+3, 8 pairs each.
   static const __m512i kIndex[4] = {scale_index([](int m) { return m / 8; }), scale_index([](int m) { return 4 + m / 8; }),
                                     scale_index([](int m) { return 8 + m / 8; }), scale_index([](int m) { return 12 + m / 8; })};
@@ -330,7 +335,7 @@ inline void q6k_rows(const BlockQ6_K* const* x, const BlockQ8_K* y, int64_t nb, 
                   a2 = _mm512_loadu_si512(y[i].qs + 128), a3 = _mm512_loadu_si512(y[i].qs + 192);
     const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums));
     // Lines at +0, 64, 128, 192 of each 210-byte block: with the next block's, every line.
-    for (int r = 0; r < R; ++r) prefetch_lines(reinterpret_cast<const uint8_t*>(x[r] + i) + ahead, 256);
+    for (int r = 0; r < R; ++r) prefetch_lines(reinterpret_cast<const uint8_t*>(x[r] + i) + kPrefetchBytes, 256);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) s[r] += q6k_block(x[r][i], a0, a1, a2, a3, bsums, y[i].d, index);
   }
@@ -412,7 +417,7 @@ inline float q4k_block(const BlockQ4_K& b, const __m512i& a0, const __m512i& a1,
 
 template <int R>
 inline void q4k_rows(const BlockQ4_K* const* x, const BlockQ8_K* y, const int8_t* qa, const int16_t* qsums,
-                     int64_t nb, size_t ahead, float* out) {
+                     int64_t nb, float* out) {
   // 32-element sub-blocks: the load of j = 2k, 2k+1 gives chunk lo = sub-blocks 4k (pairs 0..15)
   // and 4k+2 (16..31), chunk hi = 4k+1 and 4k+3 (the activations are reordered to match).
   static const __m512i kIndex[4] = {scale_index([](int m) { return m < 16 ? 0 : 2; }),
@@ -427,7 +432,7 @@ inline void q4k_rows(const BlockQ4_K* const* x, const BlockQ8_K* y, const int8_t
                   a3 = _mm512_loadu_si512(q + 192);
     const __m128i sums = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qsums + i * 8));
     // Lines at +0, 64, 128 of each 144-byte block: with the next block's, every line.
-    for (int r = 0; r < R; ++r) prefetch_lines(reinterpret_cast<const uint8_t*>(x[r] + i) + ahead, 192);
+    for (int r = 0; r < R; ++r) prefetch_lines(reinterpret_cast<const uint8_t*>(x[r] + i) + kPrefetchBytes, 192);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) s[r] += q4k_block(x[r][i], a0, a1, a2, a3, sums, y[i].d, index);
   }
@@ -437,27 +442,25 @@ inline void q4k_rows(const BlockQ4_K* const* x, const BlockQ8_K* y, const int8_t
 void rows_q6_k(const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act, float* y) {
   const int64_t nb = n / 256;
   const auto* base = static_cast<const BlockQ6_K*>(w);
-  const size_t ahead = sizeof(BlockQ6_K) * static_cast<size_t>(nb);  // the next row
   const auto* a = reinterpret_cast<const BlockQ8_K*>(act.bytes.data());
   two_streams(
       r0, r1,
       [&](int64_t ra, int64_t rb) {
         const BlockQ6_K* rows[2] = {base + ra * nb, base + rb * nb};
         float out[2];
-        q6k_rows<2>(rows, a, nb, ahead, out);
+        q6k_rows<2>(rows, a, nb, out);
         y[ra - r0] = out[0];
         y[rb - r0] = out[1];
       },
       [&](int64_t ra) {
         const BlockQ6_K* rows[1] = {base + ra * nb};
-        q6k_rows<1>(rows, a, nb, ahead, y + (ra - r0));
+        q6k_rows<1>(rows, a, nb, y + (ra - r0));
       });
 }
 
 void rows_q4_k(const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act, float* y) {
   const int64_t nb = n / 256;
   const auto* base = static_cast<const BlockQ4_K*>(w);
-  const size_t ahead = sizeof(BlockQ4_K) * static_cast<size_t>(nb);  // the next row
   const auto* a = reinterpret_cast<const BlockQ8_K*>(act.bytes.data());
   const Q4kActivations& ya = q4k_activations(a, nb);
   const int8_t* qa = ya.qs.data();
@@ -467,13 +470,13 @@ void rows_q4_k(const void* w, int64_t n, int64_t r0, int64_t r1, const Activatio
       [&](int64_t ra, int64_t rb) {
         const BlockQ4_K* rows[2] = {base + ra * nb, base + rb * nb};
         float out[2];
-        q4k_rows<2>(rows, a, qa, qsums, nb, ahead, out);
+        q4k_rows<2>(rows, a, qa, qsums, nb, out);
         y[ra - r0] = out[0];
         y[rb - r0] = out[1];
       },
       [&](int64_t ra) {
         const BlockQ4_K* rows[1] = {base + ra * nb};
-        q4k_rows<1>(rows, a, qa, qsums, nb, ahead, y + (ra - r0));
+        q4k_rows<1>(rows, a, qa, qsums, nb, y + (ra - r0));
       });
 }
 
