@@ -261,6 +261,35 @@ TEST(Llama, QuantizedActivationBatchIsBitIdenticalToDecode) {
   }
 }
 
+// The other matmul types are copied as stored under weight_layout "packed" (cpu_backend.h: into
+// huge pages, the file's pages released): the kernels read the same bytes, so the logits are bit
+// for bit those of the weights read in place, and the copies are the backend's counted memory.
+TEST(Llama, CopiedWeightsGiveTheLogitsOfWeightsReadInPlace) {
+  for (const char* type : {"f16", "bf16", "f32", "q4_k", "q6_k"}) {
+    const auto path = testing::data_dir() / "reference" / (std::string("synth-llama-256-") + type + ".gguf");
+    const auto& model = load_cached(path.string());
+    const size_t n_layer = static_cast<size_t>(model.hparams().n_layer);
+    const std::vector<int32_t> prompt = {1, 17, 300, 42, 99, 511, 7, 250, 3};
+    auto a = test::context(model, test::cpu(2, "auto", "packed"), 64);
+    auto b = test::context(model, test::cpu(2, "auto", "row-major"), 64);
+    const nlohmann::json& layout = a->weights().layout;
+    EXPECT_EQ(layout["packed_matrices"], 0u) << type;
+    EXPECT_EQ(layout["copied_matrices"], 7 * n_layer + 1) << type;  // every matmul and the output head
+    const auto* down = static_cast<const CpuBuffer*>(a->weights().layers[0].w_down.buffer);
+    EXPECT_TRUE(down->owns_copy()) << type;
+    EXPECT_EQ(down->bytes(), a->weights().layers[0].w_down.bytes()) << type;
+    EXPECT_GE(layout["bytes"].get<size_t>(), layout["copied_bytes"].get<size_t>()) << type;
+    EXPECT_FALSE(static_cast<const CpuBuffer*>(a->weights().token_embd.buffer)->owns_copy()) << type;
+    EXPECT_EQ(b->weights().layout["copied_matrices"], 0u) << type;
+    EXPECT_FALSE(static_cast<const CpuBuffer*>(b->weights().layers[0].w_down.buffer)->owns_copy()) << type;
+    EXPECT_EQ(max_abs_diff(logits_token_by_token(*a, prompt), logits_token_by_token(*b, prompt)), 0.0f) << type;
+    auto pa = a->eval(prompt, true);
+    auto pb = b->eval(prompt, true);
+    ASSERT_TRUE(pa.ok() && pb.ok()) << type;
+    EXPECT_EQ(max_abs_diff(pa.value(), pb.value()), 0.0f) << type << " prefill";
+  }
+}
+
 // Q4_0/Q8_0 matmul weights packed at upload by the CPU backend (cpu_backend.h, weight_layout); the
 // packed kernels compute every row like the row-major ones, so the logits agree: bit for bit for
 // Q4_0 (the same fma chain per row in every kernel set) and to float rounding for Q8_0 (the AVX2
