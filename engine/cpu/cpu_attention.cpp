@@ -259,13 +259,16 @@ void CpuBackend::attention_per_token(const float* q, const AttentionArgs& args, 
     const KvVisibleRanges r = kv_visible_ranges(slots, args.positions[t]);
     const float* qh = q + t * q_stride + h * static_cast<size_t>(hd);
     float* scores = s_.thread_f32[static_cast<size_t>(thread)].data();
+    const size_t stride = slots.row_stride;
+    dot_f32_rows(qh, slots.k, stride, r.a, hd, scores);
+    dot_f32_rows(qh, slots.k + r.b * stride, stride, r.c - r.b, hd, scores + r.b);
     float mx = -INFINITY;
-    auto score = [&](size_t s) {
-      scores[s] = dot_f32(qh, slots.k + s * slots.row_stride, hd) * scale;
+    auto scaled = [&](size_t s) {
+      scores[s] *= scale;
       mx = std::max(mx, scores[s]);
     };
-    for (size_t s = 0; s < r.a; ++s) score(s);
-    for (size_t s = r.b; s < r.c; ++s) score(s);
+    for (size_t s = 0; s < r.a; ++s) scaled(s);
+    for (size_t s = r.b; s < r.c; ++s) scaled(s);
     double sum = 0.0;
     auto expo = [&](size_t s) {
       scores[s] = std::exp(scores[s] - mx);
@@ -273,15 +276,14 @@ void CpuBackend::attention_per_token(const float* q, const AttentionArgs& args, 
     };
     for (size_t s = 0; s < r.a; ++s) expo(s);
     for (size_t s = r.b; s < r.c; ++s) expo(s);
+    // Probabilities in place, then O_h = Σ p_s·V_s in slot order.
     const float inv = static_cast<float>(1.0 / sum);
+    for (size_t s = 0; s < r.a; ++s) scores[s] *= inv;
+    for (size_t s = r.b; s < r.c; ++s) scores[s] *= inv;
     float* o = out + t * q_stride + h * static_cast<size_t>(hd);
     std::fill(o, o + hd, 0.0f);
-    auto acc = [&](size_t s) {
-      const float p = scores[s] * inv;
-      axpy_f32(p, slots.v + s * slots.row_stride, o, hd);
-    };
-    for (size_t s = 0; s < r.a; ++s) acc(s);
-    for (size_t s = r.b; s < r.c; ++s) acc(s);
+    axpy_f32_rows(scores, slots.v, stride, r.a, hd, o);
+    axpy_f32_rows(scores + r.b, slots.v + r.b * stride, stride, r.c - r.b, hd, o);
   };
   // Work of all jobs: ~2 multiply-adds per visible slot and head dimension (upper bound: every
   // slot of the first head's view).

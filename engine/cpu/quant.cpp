@@ -345,8 +345,15 @@ void portable_matvec_packed(GgmlType type, const uint8_t* packed, int64_t n, int
   }
 }
 
-void portable_axpy_f32(float alpha, const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+void portable_dot_f32_rows(const float* q, const float* k, size_t stride, size_t rows, int64_t n, float* out) {
+  for (size_t r = 0; r < rows; ++r) out[r] = dot_f32_lanes(q, k + r * stride, n);
+}
+
+void portable_axpy_f32_rows(const float* alpha, const float* x, size_t stride, size_t rows, int64_t n, float* y) {
+  for (size_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * stride;
+    for (int64_t i = 0; i < n; ++i) y[i] += alpha[r] * xr[i];
+  }
 }
 
 const QuantKernels& active_kernels() {
@@ -365,7 +372,8 @@ namespace detail {
 
 const QuantKernels& portable_kernels() {
   static const QuantKernels k{portable_dequantize_row, portable_quantize_activations, portable_vec_dot,
-                              portable_matvec, portable_matvec_packed, dot_f32_lanes, portable_axpy_f32};
+                              portable_matvec, portable_matvec_packed, portable_dot_f32_rows,
+                              portable_axpy_f32_rows};
   return k;
 }
 
@@ -584,9 +592,13 @@ void matvec_packed(GgmlType type, const uint8_t* packed, int64_t n, int64_t r0, 
   active_kernels().matvec_packed(type, packed, n, r0, r1, act, y);
 }
 
-float dot_f32(const float* a, const float* b, int64_t n) { return active_kernels().dot_f32(a, b, n); }
+void dot_f32_rows(const float* q, const float* k, size_t stride, size_t rows, int64_t n, float* out) {
+  active_kernels().dot_f32_rows(q, k, stride, rows, n, out);
+}
 
-void axpy_f32(float alpha, const float* x, float* y, int64_t n) { active_kernels().axpy_f32(alpha, x, y, n); }
+void axpy_f32_rows(const float* alpha, const float* x, size_t stride, size_t rows, int64_t n, float* y) {
+  active_kernels().axpy_f32_rows(alpha, x, stride, rows, n, y);
+}
 
 void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
   active_kernels().dequantize_row(type, src, dst, n);

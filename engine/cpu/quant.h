@@ -150,10 +150,14 @@ void matvec(GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1, con
             float* y);
 
 // ---- f32 vector helpers for attention ----
-// Σ a[i]·b[i] over n floats, f32 accumulated in lanes (order differs between kernel sets).
-float dot_f32(const float* a, const float* b, int64_t n);
-// y[i] += alpha·x[i] for i in [0, n).
-void axpy_f32(float alpha, const float* x, float* y, int64_t n);
+// One call per run of KV rows (a head's visible slots), not per row: at a few dozen floats per
+// row the call cost was the most of the work.
+// out[r] = Σ q[i]·k[r·stride + i] over i in [0, n), for r in [0, rows): f32 accumulated in lanes
+// (the order differs between kernel sets, never between rows or calls).
+void dot_f32_rows(const float* q, const float* k, size_t stride, size_t rows, int64_t n, float* out);
+// y[i] += alpha[r]·x[r·stride + i] for r = 0, 1, ..., rows - 1 in that order, i in [0, n): each y[i]
+// is the same chain of rounded multiply-adds as `rows` single axpy steps.
+void axpy_f32_rows(const float* alpha, const float* x, size_t stride, size_t rows, int64_t n, float* y);
 
 // ---- Row-interleaved ("packed") Q4_0 / Q8_0 matrices for the decode kernels ----
 // A matrix of n_out rows is stored as ceil(n_out / kPackRows) groups of kPackRows rows (the last
@@ -201,8 +205,8 @@ struct QuantKernels {
   float (*vec_dot)(GgmlType, const void*, const ActivationBuffer&);
   void (*matvec)(GgmlType, const void*, int64_t, int64_t, int64_t, const ActivationBuffer&, float*);
   void (*matvec_packed)(GgmlType, const uint8_t*, int64_t, int64_t, int64_t, const ActivationBuffer&, float*);
-  float (*dot_f32)(const float*, const float*, int64_t);
-  void (*axpy_f32)(float, const float*, float*, int64_t);
+  void (*dot_f32_rows)(const float*, const float*, size_t, size_t, int64_t, float*);
+  void (*axpy_f32_rows)(const float*, const float*, size_t, size_t, int64_t, float*);
 };
 // REQUIRES: kernel_isa_available(isa).
 const QuantKernels& quant_kernels(KernelIsa isa);

@@ -11,6 +11,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -552,15 +553,30 @@ void avx2_quantize_activations(GgmlType weight_type, const float* x, int64_t n, 
 
 // ---- f32 helpers for attention ----
 
-float avx2_dot_f32(const float* a, const float* b, int64_t n) {
-  return dot_dense<float, load_f32, id_f32>(a, b, n);
+void avx2_dot_f32_rows(const float* q, const float* k, size_t stride, size_t rows, int64_t n, float* out) {
+  for (size_t r = 0; r < rows; ++r) out[r] = dot_dense<float, load_f32, id_f32>(q, k + r * stride, n);
 }
 
-void avx2_axpy_f32(float alpha, const float* x, float* y, int64_t n) {
-  const __m256 va = _mm256_set1_ps(alpha);
+// y is held in registers 64 floats at a time while every row is added to it.
+void avx2_axpy_f32_rows(const float* alpha, const float* x, size_t stride, size_t rows, int64_t n, float* y) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-  for (; i < n; ++i) y[i] += alpha * x[i];
+  for (; i + 64 <= n; i += 64) {
+    __m256 acc[8];
+    for (int j = 0; j < 8; ++j) acc[j] = _mm256_loadu_ps(y + i + 8 * j);
+    for (size_t r = 0; r < rows; ++r) {
+      const __m256 va = _mm256_set1_ps(alpha[r]);
+      const float* xr = x + r * stride + i;
+      for (int j = 0; j < 8; ++j) acc[j] = _mm256_fmadd_ps(va, _mm256_loadu_ps(xr + 8 * j), acc[j]);
+    }
+    for (int j = 0; j < 8; ++j) _mm256_storeu_ps(y + i + 8 * j, acc[j]);
+  }
+  for (; i + 8 <= n; i += 8) {
+    __m256 acc = _mm256_loadu_ps(y + i);
+    for (size_t r = 0; r < rows; ++r) acc = _mm256_fmadd_ps(_mm256_set1_ps(alpha[r]), _mm256_loadu_ps(x + r * stride + i), acc);
+    _mm256_storeu_ps(y + i, acc);
+  }
+  for (; i < n; ++i)
+    for (size_t r = 0; r < rows; ++r) y[i] = std::fma(alpha[r], x[r * stride + i], y[i]);
 }
 
 // ---- dispatch ----
@@ -690,7 +706,7 @@ namespace detail {
 
 const QuantKernels& avx2_kernels() {
   static const QuantKernels k{avx2_dequantize_row, avx2_quantize_activations, avx2_vec_dot, avx2_matvec,
-                              avx2_matvec_packed, avx2_dot_f32, avx2_axpy_f32};
+                              avx2_matvec_packed, avx2_dot_f32_rows, avx2_axpy_f32_rows};
   return k;
 }
 
