@@ -50,14 +50,16 @@ class ThreadPool {
   void parallel_for(size_t n_tasks, const std::function<void(size_t task, int thread)>& fn);
 
   // Splits [0, n) into ranges of at least `min_chunk` items, about kRangesPerThread per thread
-  // (small enough that a worker descheduled mid-range holds back little work),
-  // and runs fn(begin, end, thread) on each.
+  // (small enough that a worker descheduled mid-range holds back little work, few enough that
+  // each range is a long memory stream: 2-thread Q4_0 decode of a TinyLlama-shaped model read
+  // 4% faster at 4 than at 8, alternating, with F16 and Q8_0 level), and runs
+  // fn(begin, end, thread) on each.
   void parallel_ranges(size_t n, size_t min_chunk,
                        const std::function<void(size_t begin, size_t end, int thread)>& fn);
 
  // Upper bound on one spin phase, in microseconds, before blocking.
   static constexpr int kSpinMicros = 50;
-  static constexpr size_t kRangesPerThread = 8;
+  static constexpr size_t kRangesPerThread = 4;
   static constexpr int kStragglerFactor = 4;
   static constexpr int kStragglerSlackMicros = 200;
   static constexpr size_t kMinInlineJobs = 64;
