@@ -5,6 +5,8 @@
 // each kernel set and layout the CPU can run:
 //   row-major: quant_kernels(isa).matvec over the rows as stored in a GGUF file;
 //   packed:    quant_kernels(isa).matvec_packed over the row-interleaved copy (quant.h).
+// Both lie in memory like the engine's weight copies (streamed_bytes: 2 MiB-aligned, transparent
+// huge pages).
 // Reported per case: median seconds per sweep over --reps sweeps, weight GB/s, and the ratio to
 // the STREAM-style triad measured in the same run, on one thread (the decode efficiency of the
 // kernel alone, without attention, norms or the thread pool).
@@ -16,10 +18,13 @@
 // Usage: kakeya_kernels_bench [--types q4_0,q8_0] [--matrices N] [--reps R] [--gemm-tokens T] [--out FILE]
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
+#include <new>
 #include <random>
 #include <string>
 #include <vector>
@@ -28,6 +33,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/roofline.h"
+#include "engine/cpu/cpu_backend.h"
 #include "engine/cpu/cpu_features.h"
 #include "engine/cpu/gemm.h"
 #include "engine/cpu/quant.h"
@@ -73,6 +79,21 @@ std::vector<uint8_t> random_matrix(GgmlType type, int64_t n, int64_t rows, std::
     (void)convert_row(type, x.data(), w.data() + static_cast<size_t>(r) * row_bytes, n);  // storage types only
   }
   return w;
+}
+
+// A matrix in memory like the engine's weight copies (streamed_bytes: huge pages).
+struct Streamed {
+  std::unique_ptr<uint8_t, decltype(&std::free)> bytes{nullptr, &std::free};
+  size_t size = 0;
+  uint8_t* data() const { return bytes.get(); }
+};
+Streamed streamed_copy(const std::vector<uint8_t>& v) {
+  Streamed s;
+  s.bytes.reset(streamed_bytes(v.size()));
+  if (s.data() == nullptr) throw std::bad_alloc();
+  std::memcpy(s.data(), v.data(), v.size());
+  s.size = v.size();
+  return s;
 }
 
 }  // namespace
@@ -124,15 +145,17 @@ int main(int argc, char** argv) {
       return 2;
     }
     std::cerr << "kernels_bench: " << tname << ": " << matrices << " matrices of " << rows << "x" << cols << "\n";
-    std::vector<std::vector<uint8_t>> row_major, packed;
+    std::vector<Streamed> row_major, packed;
     for (int m = 0; m < matrices; ++m) {
-      row_major.push_back(random_matrix(*type, cols, rows, rng));
+      const std::vector<uint8_t> w = random_matrix(*type, cols, rows, rng);
+      row_major.push_back(streamed_copy(w));
       if (packable(*type, cols)) {
-        packed.emplace_back(packed_bytes(*type, cols, rows));
-        pack_rows(*type, row_major.back().data(), cols, rows, packed.back().data());
+        std::vector<uint8_t> p(packed_bytes(*type, cols, rows));
+        pack_rows(*type, w.data(), cols, rows, p.data());
+        packed.push_back(streamed_copy(p));
       }
     }
-    const double bytes = static_cast<double>(row_major[0].size()) * matrices;
+    const double bytes = static_cast<double>(row_major[0].size) * matrices;
     for (KernelIsa isa : isas) {
       const QuantKernels& k = quant_kernels(isa);
       if (isa == KernelIsa::Portable && *type != GgmlType::F16) continue;  // minutes per sweep; not a decode path

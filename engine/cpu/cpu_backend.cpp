@@ -27,20 +27,6 @@ uint8_t* aligned_bytes(size_t bytes) {
   return static_cast<uint8_t*>(std::aligned_alloc(64, std::max<size_t>(64, (bytes + 63) / 64 * 64)));
 }
 
-// A buffer the decode kernels stream from (the packed weight copies): 2 MiB-aligned and advised
-// to transparent huge pages (MADV_HUGEPAGE; honoured where THP is "madvise" or "always", ignored
-// elsewhere), so a sweep over the weights takes one TLB miss per 2 MiB instead of per 4 KiB
-// (one core read 16.0 -> 16.8-17.4 GB/s on the Xeon measured). The size is not rounded up: the
-// pages past the last whole 2 MiB stay small, so no memory is added.
-uint8_t* streamed_bytes(size_t bytes) {
-  constexpr size_t kHuge = size_t{2} << 20;
-  if (bytes < kHuge) return aligned_bytes(bytes);
-  void* p = nullptr;  // posix_memalign: aligned_alloc wants the size a multiple of the alignment
-  if (::posix_memalign(&p, kHuge, bytes) != 0) return nullptr;
-  ::madvise(p, bytes / kHuge * kHuge, MADV_HUGEPAGE);
-  return static_cast<uint8_t*>(p);
-}
-
 // y = x / sqrt(mean(x²) + eps) · w (ggml rms_norm then mul; sum of squares in double).
 void rms_norm_row(const float* x, const float* w, int64_t n, float eps, float* y) {
   double sum = 0.0;
@@ -137,6 +123,15 @@ CpuBuffer::~CpuBuffer() {
   *counter_ -= owned_bytes_;
   if (owns_data_) std::free(data_);
   std::free(packed_);
+}
+
+uint8_t* streamed_bytes(size_t bytes) {
+  constexpr size_t kHuge = size_t{2} << 20;
+  if (bytes < kHuge) return aligned_bytes(bytes);
+  void* p = nullptr;  // posix_memalign: aligned_alloc wants the size a multiple of the alignment
+  if (::posix_memalign(&p, kHuge, bytes) != 0) return nullptr;
+  ::madvise(p, bytes / kHuge * kHuge, MADV_HUGEPAGE);
+  return static_cast<uint8_t*>(p);
 }
 
 // ---- the backend ----

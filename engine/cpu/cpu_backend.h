@@ -68,6 +68,14 @@ static_assert(kMinBatchedTokens >= kExactBlockTokens, "kAuto must keep verify bl
 // "auto" | "sgemm" | "quantized". Errors: "bad_param" naming the value.
 Result<MatmulMode> parse_matmul_mode(const std::string& name);
 const char* matmul_mode_name(MatmulMode mode);  // "auto", "sgemm", "quantized"
+// Memory the decode kernels stream from (the weight copies of weight_layout "packed"): 2 MiB-aligned
+// and advised to transparent huge pages (MADV_HUGEPAGE; honoured where THP is "madvise" or
+// "always", ignored elsewhere), so a sweep over the weights takes one TLB miss per 2 MiB instead of
+// per 4 KiB and the prefetches run on. The size is not rounded up: the pages past the last whole
+// 2 MiB stay small, so no memory is added. Below 2 MiB: 64-byte aligned. nullptr when it cannot be
+// allocated; release with std::free.
+uint8_t* streamed_bytes(size_t bytes);
+
 // weight_layout "auto" resolved on this machine: "packed" or "row-major".
 std::string resolve_weight_layout(const std::string& layout);
 
