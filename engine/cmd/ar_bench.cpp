@@ -62,8 +62,9 @@ void add_ar_bench(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(CLI::IsMember({"md", "csv", "json"}));
   sub->add_option("--weight-layout", a->cpu.weight_layout,
-                  "cpu backend: auto (packed when the CPU has AVX2 or AVX-512); packed: Q4_0/Q8_0 matmul weights "
-                  "copied into the row-interleaved layout of the packed kernels; row-major: as stored in the file")
+                  "cpu backend: auto (packed when the CPU has AVX2 or AVX-512); packed: matmul weights copied into "
+                  "huge pages, Q4_0/Q8_0 in the row-interleaved layout of the packed kernels, the others as stored; "
+                  "row-major: read in place from the file")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "packed", "row-major"}));
   sub->add_option("--batched-matmul", a->cpu.batched_matmul,

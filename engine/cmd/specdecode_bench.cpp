@@ -98,8 +98,9 @@ void add_specdecode_bench(CLI::App& app, int& exit_code) {
                   "true: keep decoding past EOS in both arms (for models that answer in a few tokens)")
       ->capture_default_str();
   sub->add_option("--weight-layout", a->cpu.weight_layout,
-                  "cpu backend: auto (packed when the CPU has AVX2 or AVX-512); packed: Q4_0/Q8_0 weights of the "
-                  "target and model drafts in the row-interleaved layout of the packed kernels; row-major: as stored")
+                  "cpu backend: auto (packed when the CPU has AVX2 or AVX-512); packed: matmul weights of the target "
+                  "and model drafts copied into huge pages, Q4_0/Q8_0 in the row-interleaved layout of the packed "
+                  "kernels; row-major: read in place from the file")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "packed", "row-major"}));
   sub->add_option("--temp-dir", a->config.temp_dir, "Directory for the temporary quantized draft copy")->capture_default_str();
