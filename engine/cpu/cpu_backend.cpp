@@ -207,29 +207,26 @@ Result<UploadedWeight> CpuBackend::upload_weight(const WeightMatrix& w, WeightUs
   // Read in place from the file, unless weight_layout "packed" gives matmul weights a copy: the
   // packed layout for a packable type, the file's own layout in huge pages for the others.
   auto b = CpuBuffer::view(w.data, allocated_);
-  if (use == WeightUse::kMatmul && pack_weights_ && packable(w.type, w.n_in)) {
-    const size_t bytes = packed_bytes(w.type, w.n_in, w.n_out);
-    uint8_t* packed = streamed_bytes(bytes);
-    if (packed == nullptr) {
-      return make_error("out_of_memory", "cannot allocate " + std::to_string(bytes) +
-                                             " bytes for the packed copy of " + w.name);
-    }
-    pack_rows(w.type, w.data, w.n_in, w.n_out, packed);
-    b->set_packed(packed, bytes);
-    // The copy is what the kernels read: drop the file's pages so the weights are resident once.
-    if (source != nullptr) source->release_pages(w.data, static_cast<size_t>(w.n_out) * w.row_bytes);
-  } else if (use == WeightUse::kMatmul && pack_weights_) {
-    // The other matmul types keep their layout but are copied too, into huge pages: the file's
-    // mapping has 4 KiB pages, and decode reading the copy is 4-19% faster (bench/README.md).
-    const size_t bytes = static_cast<size_t>(w.n_out) * w.row_bytes;
+  if (use == WeightUse::kMatmul && pack_weights_) {
+    const size_t file_bytes = static_cast<size_t>(w.n_out) * w.row_bytes;
+    const bool pack = packable(w.type, w.n_in);
+    const size_t bytes = pack ? packed_bytes(w.type, w.n_in, w.n_out) : file_bytes;
     uint8_t* copy = streamed_bytes(bytes);
     if (copy == nullptr) {
-      return make_error("out_of_memory",
-                        "cannot allocate " + std::to_string(bytes) + " bytes for the copy of " + w.name);
+      return make_error("out_of_memory", "cannot allocate " + std::to_string(bytes) + " bytes for the " +
+                                             (pack ? "packed copy" : "copy") + " of " + w.name);
     }
-    std::memcpy(copy, w.data, bytes);
-    b = CpuBuffer::adopt(copy, bytes, allocated_);
-    if (source != nullptr) source->release_pages(w.data, bytes);
+    if (pack) {
+      pack_rows(w.type, w.data, w.n_in, w.n_out, copy);
+      b->set_packed(copy, bytes);
+    } else {
+      // As stored, but in huge pages: decode reads it faster than the file's 4 KiB pages
+      // (cpu_backend.h, weight_layout).
+      std::memcpy(copy, w.data, bytes);
+      b = CpuBuffer::adopt(copy, bytes, allocated_);
+    }
+    // The copy is what the kernels read: drop the file's pages so the weights are resident once.
+    if (source != nullptr) source->release_pages(w.data, file_bytes);
   }
   u.tensor = Tensor{b.get(), 0, w.type, w.n_in, w.n_out};
   u.buffer = std::move(b);

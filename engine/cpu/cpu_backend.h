@@ -17,10 +17,10 @@
 //                   released, so weights are resident once. "row-major": every weight read in
 //                   place from the file (4 KiB pages); "auto": packed when the active kernel set is
 //                   a SIMD one (the portable packed kernels copy each row back first and are
-//                   slower). Measured (bench/README.md): one-token decode reads a huge-page copy
-//                   4-19% faster than the file's mapping (F16 +19%, BF16 +20%, Q4_K +6% on one
-//                   thread of the Xeon measured); the packed layout is the int8 GEMM's own
-//                   (row-major Q4_0/Q8_0 are packed a group at a time per batch).
+//                   slower). Measured (bench/README.md): one-thread decode on the Xeon measured,
+//                   alternating, read a huge-page copy faster than the file's mapping: F16 by
+//                   13-20%, BF16 23-28%, Q4_K 4-7%, Q6_K -1 to +5%; the packed layout is the
+//                   int8 GEMM's own (row-major Q4_0/Q8_0 are packed a group at a time per batch).
 //   batched_matmul  how a batch of n > 1 tokens runs (MatmulMode below).
 //
 // Paths of a batch of n tokens (BatchPath):
