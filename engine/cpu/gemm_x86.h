@@ -60,6 +60,7 @@ struct Vec256 {
   static constexpr int kFloatTokens = 6;   // float micro-kernel: 2 × 6 accumulators of 16 registers
   static constexpr int kPackedTokens = 4;  // packed Q4_0 / Q8_0
   static constexpr int kKquantTokens = 2;  // Q4_K / Q6_K
+  static constexpr bool kChunksOuter = false;  // see block_sums
   using F = __m256;
   using I = __m256i;
   static F fzero() { return _mm256_setzero_ps(); }
@@ -137,6 +138,7 @@ struct Vec512 {
   static constexpr int kFloatTokens = 8;    // 2 × 8 accumulators: with 12 GCC 12 spilled some to the stack (-30%)
   static constexpr int kPackedTokens = 8;
   static constexpr int kKquantTokens = 8;
+  static constexpr bool kChunksOuter = true;  // see block_sums
   using F = __m512;
   using I = __m512i;
   static F fzero() { return _mm512_setzero_ps(); }
@@ -423,6 +425,40 @@ void float_weights_gemm(const GemmWeights& w, int64_t r0, int64_t r1, const Acti
   }
 }
 
+// ======================= integer sums of the quantized kernels =======================
+
+// For every token i < MR of a micro-kernel: s = start(i), s = dot(s, c, i) for each chunk c < C of
+// the block, then finish(s, i). The sums are exact int32, so the order changes only the schedule,
+// never a bit of the result. With V::kChunksOuter (AVX-512, 32 registers) the tokens are the inner
+// loop: MR independent vpdpbusd chains in flight, where token by token each sum is a chain of C
+// dependent instructions of 5 cycles each (one-core packed Q8_0 GEMM 320 -> 370 GFLOP/s, Q4_0
+// 380 -> 420). AVX2 keeps the token-outer order: with 16 registers the MR sums the other order
+// holds spill (packed Q4_0 -13%).
+template <class V, int MR, int C, class Start, class Dot, class Finish>
+__attribute__((always_inline)) inline void block_sums(Start start, Dot dot, Finish finish) {
+  using I = typename V::I;
+  if constexpr (V::kChunksOuter) {
+    I s[MR];
+    KAKEYA_UNROLL_TOKENS
+    for (int i = 0; i < MR; ++i) s[i] = start(i);
+    KAKEYA_UNROLL_CHUNKS
+    for (int c = 0; c < C; ++c) {
+      KAKEYA_UNROLL_TOKENS
+      for (int i = 0; i < MR; ++i) s[i] = dot(s[i], c, i);
+    }
+    KAKEYA_UNROLL_TOKENS
+    for (int i = 0; i < MR; ++i) finish(s[i], i);
+  } else {
+    KAKEYA_UNROLL_TOKENS
+    for (int i = 0; i < MR; ++i) {
+      I si = start(i);
+      KAKEYA_UNROLL_CHUNKS
+      for (int c = 0; c < C; ++c) si = dot(si, c, i);
+      finish(si, i);
+    }
+  }
+}
+
 // ============================ packed Q4_0 / Q8_0 ============================
 
 // Per token and block: the activation scale as f32 and the start value of the block's int32 sum
@@ -472,30 +508,24 @@ void packed_micro(const uint8_t* group, int half, int64_t nb, const ActivationBu
         lo[c] = V::band(v, low4);
         hi[c] = V::band(V::srli16(v, 4), low4);
       }
-      KAKEYA_UNROLL_TOKENS
-      for (int i = 0; i < MR; ++i) {
-        const int8_t* qy = a[i][b].qs;
-        I s = V::iset1(start[i * nb + b]);
-        KAKEYA_UNROLL_CHUNKS
-        for (int c = 0; c < 4; ++c) {
-          s = V::dot_u8s8(s, lo[c], V::iset1(x86_load_i32(qy + 4 * c)));
-          s = V::dot_u8s8(s, hi[c], V::iset1(x86_load_i32(qy + 16 + 4 * c)));
-        }
-        acc[i] = V::fmadd(V::cvt(s), V::mul(dw, V::set1(da[i * nb + b])), acc[i]);
-      }
+      block_sums<V, MR, 4>(
+          [&](int i) { return V::iset1(start[i * nb + b]); },
+          [&](I si, int c, int i) {
+            si = V::dot_u8s8(si, lo[c], V::iset1(x86_load_i32(a[i][b].qs + 4 * c)));
+            return V::dot_u8s8(si, hi[c], V::iset1(x86_load_i32(a[i][b].qs + 16 + 4 * c)));
+          },
+          [&](I si, int i) { acc[i] = V::fmadd(V::cvt(si), V::mul(dw, V::set1(da[i * nb + b])), acc[i]); });
     } else {
       I w[8];
       KAKEYA_UNROLL_CHUNKS
       for (int c = 0; c < 8; ++c) w[c] = V::s8_operand(V::iload(q + 64 * c));
-      KAKEYA_UNROLL_TOKENS
-      for (int i = 0; i < MR; ++i) {
-        const int8_t* qy = a[i][b].qs;
-        I s = V::iset1(start[i * nb + b]);
-        KAKEYA_UNROLL_CHUNKS
-        for (int c = 0; c < 8; ++c) s = V::dot_s8s8(s, w[c], V::iset1(x86_load_i32(qy + 4 * c)));
-        const F p = V::keep(V::mul(V::cvt(s), V::mul(dw, V::set1(da[i * nb + b]))));
-        acc[i] = V::add(acc[i], p);
-      }
+      block_sums<V, MR, 8>(
+          [&](int i) { return V::iset1(start[i * nb + b]); },
+          [&](I si, int c, int i) { return V::dot_s8s8(si, w[c], V::iset1(x86_load_i32(a[i][b].qs + 4 * c))); },
+          [&](I si, int i) {
+            const F p = V::keep(V::mul(V::cvt(si), V::mul(dw, V::set1(da[i * nb + b]))));
+            acc[i] = V::add(acc[i], p);
+          });
     }
   }
   KAKEYA_UNROLL_TOKENS
@@ -715,14 +745,10 @@ void kquant_micro(const uint32_t* tile, int64_t ns, int64_t sb0, int64_t nsb, co
         KAKEYA_UNROLL_CHUNKS
         for (int c = 0; c < 8; ++c) w[c] = V::iload(Tl::q(t) + (8 * j + c) * L);
         const I sc = V::iload(Tl::sc(t) + j * L);
-        KAKEYA_UNROLL_TOKENS
-        for (int i = 0; i < MR; ++i) {
-          const int8_t* qy = a[i]->qs + 32 * j;
-          I dot = V::izero();
-          KAKEYA_UNROLL_CHUNKS
-          for (int c = 0; c < 8; ++c) dot = V::dot_u8s8(dot, w[c], V::iset1(x86_load_i32(qy + 4 * c)));
-          sumq[i] = V::iadd(sumq[i], V::imullo(dot, sc));
-        }
+        block_sums<V, MR, 8>(
+            [&](int) { return V::izero(); },
+            [&](I d, int c, int i) { return V::dot_u8s8(d, w[c], V::iset1(x86_load_i32(a[i]->qs + 32 * j + 4 * c))); },
+            [&](I d, int i) { sumq[i] = V::iadd(sumq[i], V::imullo(d, sc)); });
       }
       const F dw = V::load(Tl::d(t)), dmw = V::load(Tl::dmin(t));
       I mins[4];
@@ -747,14 +773,10 @@ void kquant_micro(const uint32_t* tile, int64_t ns, int64_t sb0, int64_t nsb, co
         KAKEYA_UNROLL_CHUNKS
         for (int c = 0; c < 4; ++c) w[c] = V::iload(Tl::q(t) + (4 * g + c) * L);
         const I sc = V::iload(Tl::sc(t) + g * L);
-        KAKEYA_UNROLL_TOKENS
-        for (int i = 0; i < MR; ++i) {
-          const int8_t* qy = a[i]->qs + 16 * g;
-          I dot = V::izero();
-          KAKEYA_UNROLL_CHUNKS
-          for (int c = 0; c < 4; ++c) dot = V::dot_u8s8(dot, w[c], V::iset1(x86_load_i32(qy + 4 * c)));
-          sumq[i] = V::iadd(sumq[i], V::imullo(dot, sc));
-        }
+        block_sums<V, MR, 4>(
+            [&](int) { return V::izero(); },
+            [&](I d, int c, int i) { return V::dot_u8s8(d, w[c], V::iset1(x86_load_i32(a[i]->qs + 16 * g + 4 * c))); },
+            [&](I d, int i) { sumq[i] = V::iadd(sumq[i], V::imullo(d, sc)); });
       }
       const F dw = V::load(Tl::d(t));
       KAKEYA_UNROLL_TOKENS
