@@ -431,9 +431,9 @@ void float_weights_gemm(const GemmWeights& w, int64_t r0, int64_t r1, const Acti
 // the block, then finish(s, i). The sums are exact int32, so the order changes only the schedule,
 // never a bit of the result. With V::kChunksOuter (AVX-512, 32 registers) the tokens are the inner
 // loop: MR independent vpdpbusd chains in flight, where token by token each sum is a chain of C
-// dependent instructions of 5 cycles each (one-core packed Q8_0 GEMM 320 -> 370 GFLOP/s, Q4_0
-// 380 -> 420). AVX2 keeps the token-outer order: with 16 registers the MR sums the other order
-// holds spill (packed Q4_0 -13%).
+// dependent instructions of 5 cycles each (pp128 on one thread, alternating: Q8_0 127 -> 143-147
+// tok/s, Q4_0 145-149 -> 162-170, Q4_K 118-123 -> 132-135). AVX2 keeps the token-outer order:
+// with 16 registers the MR sums the other order holds spill (packed Q4_0 GEMM -13%).
 template <class V, int MR, int C, class Start, class Dot, class Finish>
 __attribute__((always_inline)) inline void block_sums(Start start, Dot dot, Finish finish) {
   using I = typename V::I;

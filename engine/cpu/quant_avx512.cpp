@@ -87,11 +87,10 @@ inline __m512 keep_rounded(__m512 v) {
 // The packed mat-vec kernels stream G = 2 groups of 16 rows at once (two sequential memory
 // streams), and each stream prefetches its own bytes kPrefetchBytes ahead into L2 and
 // kL1PrefetchBytes ahead into L1, block by block (a group's last blocks prefetch the start of the
-// group after it). One thread from memory
-// (kakeya_kernels_bench, 100 matrices of 5632×2048, beyond the 480 MiB L3 of the Xeon
-// measured), alternating in one run: Q4_0 14.2 -> 15.5 GB/s and Q8_0 14.4 -> 15.8 against
-// prefetching the same block of the next two groups (36 KiB ahead), which this replaces; 1 KiB
-// ahead or four streams read no faster. A last odd group runs alone. The prefetches past the
+// group after it). One thread from memory (kakeya_kernels_bench, 100 matrices of 5632×2048,
+// beyond the 480 MiB L3 of the Xeon measured), alternating in one run, the L2 prefetch alone:
+// Q4_0 14.2 -> 15.5 GB/s and Q8_0 14.4 -> 15.8 against prefetching the same block of the next two
+// groups (36 KiB ahead), which it replaced; 1 KiB ahead, one stream or four streams read no faster. A last odd group runs alone. The prefetches past the
 // matrix never fault. Every row's arithmetic is the same either way, so results do not depend on
 // the grouping.
 template <int G, class Block>
