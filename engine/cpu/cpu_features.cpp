@@ -24,6 +24,11 @@ CpuFeatures detect() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (__get_cpuid(0, &a, &b, &c, &d) == 0) return f;
   const unsigned max_leaf = a;
+  char vendor[13] = {};
+  std::memcpy(vendor, &b, 4);
+  std::memcpy(vendor + 4, &d, 4);
+  std::memcpy(vendor + 8, &c, 4);
+  f.vendor = vendor;
   __cpuid(1, a, b, c, d);
   const bool osxsave = (c & (1u << 27)) != 0;
   const bool cpu_avx = (c & (1u << 28)) != 0;

@@ -17,7 +17,8 @@ struct CpuFeatures {
   bool avx512vnni = false;
   bool avx512bf16 = false;  // vdpbf16ps (the AVX-512 GEMM's BF16 kernel)
   bool neon = false;
-  std::string brand;  // the CPU's brand string (cpuid 0x80000002..4), "" where there is none
+  std::string brand;   // the CPU's brand string (cpuid 0x80000002..4), "" where there is none
+  std::string vendor;  // the cpuid leaf 0 vendor id ("GenuineIntel", "AuthenticAMD"), "" where there is none
 
   // True when the *_avx2.cpp kernels may run: AVX2 + FMA + F16C with OS-enabled YMM state.
   bool can_run_avx2() const { return avx2 && fma && f16c; }

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <vector>
 
+#include "engine/cpu/cpu_features.h"
 #include "engine/cpu/quant.h"
 #include "engine/cpu/quant_internal.h"
 
@@ -57,11 +58,22 @@ inline void store_rows16(__m512 v, int64_t row0, int64_t r0, int64_t r1, float* 
 // Xeon measured, T0 prefetches held L1 fill buffers and read 10-15% slower than T1). A plain read
 // loop on one core of that Xeon reads 15.1-15.5 GB/s with no software prefetch, 18.6-19.1 with
 // every line prefetched 1-2 KiB ahead, and 14.9-15.3 at 4 KiB: far enough to cover the memory
-// latency, near enough that the L2 streamer does not train on the prefetches themselves.
-constexpr size_t kPrefetchBytes = 2048;
+// latency, near enough that the L2 streamer does not train on the prefetches themselves. On the
+// 2-core AMD EPYC (Zen 4) VM measured, 4 KiB is the distance: decode on one thread, alternating
+// with 2 KiB in one run (tok/s, synth TinyLlama): Q8_0 packed 17.2-17.4 -> 20.5-22.3, Q4_0 packed
+// 32.1-33.1 -> 34.4-35.4, F16 9.0-9.4 -> 10.7-11.0, Q6_K 22.8-22.9 -> 27.7-27.9, Q4_K
+// 28.4-29.3 -> 31.4-31.8 (3, 6 and 8 KiB no better than 4). Chosen by CPU vendor, once.
+size_t prefetch_bytes() {
+  static const size_t bytes = cpu_features().vendor == "AuthenticAMD" ? 4096 : 2048;
+  return bytes;
+}
 
-inline void prefetch_lines(const uint8_t* p, size_t bytes) {
-  for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T1);
+// Prefetches the kBytes bytes from p, one 64-byte line at a time, with hint kHint (T1 into L2 unless
+// said otherwise). kBytes is a constant so that the loop unrolls into plain prefetch instructions.
+template <size_t kBytes, _mm_hint kHint = _MM_HINT_T1>
+inline void prefetch_lines(const uint8_t* p) {
+#pragma GCC unroll 16
+  for (size_t off = 0; off < kBytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), kHint);
 }
 
 // The packed kernels also prefetch each stream's bytes a short distance ahead into L1
@@ -74,10 +86,6 @@ inline void prefetch_lines(const uint8_t* p, size_t bytes) {
 // 12.4), so those prefetch into L2 only.
 constexpr size_t kL1PrefetchBytes = 128;
 
-inline void prefetch_lines_l1(const uint8_t* p, size_t bytes) {
-  for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
-}
-
 // Keeps the compiler from fusing the multiply that produced v with a later add.
 inline __m512 keep_rounded(__m512 v) {
   __asm__("" : "+v"(v));
@@ -85,7 +93,7 @@ inline __m512 keep_rounded(__m512 v) {
 }
 
 // The packed mat-vec kernels stream G = 2 groups of 16 rows at once (two sequential memory
-// streams), and each stream prefetches its own bytes kPrefetchBytes ahead into L2 and
+// streams), and each stream prefetches its own bytes prefetch_bytes() ahead into L2 and
 // kL1PrefetchBytes ahead into L1, block by block (a group's last blocks prefetch the start of the
 // group after it). One thread from memory (kakeya_kernels_bench, 100 matrices of 5632×2048,
 // beyond the 480 MiB L3 of the Xeon measured), alternating in one run, the L2 prefetch alone:
@@ -93,28 +101,34 @@ inline __m512 keep_rounded(__m512 v) {
 // groups (36 KiB ahead), which it replaced; 1 KiB ahead, one stream or four streams read no faster. A last odd group runs alone. The prefetches past the
 // matrix never fault. Every row's arithmetic is the same either way, so results do not depend on
 // the grouping.
-template <int G, class Block>
+template <int G, size_t kBlockBytes, class Block>
 inline void packed_groups(const uint8_t* packed, size_t gbytes, int64_t nb, int64_t r0, int64_t r1, float* y,
-                          size_t block_bytes, const Block& block) {
+                          const Block& block) {
+  const size_t pf = prefetch_bytes();
   int64_t g = r0 / kPackRows;
   const int64_t g_end = (r1 + kPackRows - 1) / kPackRows;
   for (; g + G <= g_end; g += G) {
     __m512 acc[G];
+#pragma GCC unroll 4
     for (int h = 0; h < G; ++h) acc[h] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* at = packed + static_cast<size_t>(g) * gbytes + static_cast<size_t>(b) * block_bytes;
-      for (int h = 0; h < G; ++h) prefetch_lines(at + h * gbytes + kPrefetchBytes, block_bytes);
-      for (int h = 0; h < G; ++h) prefetch_lines_l1(at + h * gbytes + kL1PrefetchBytes, block_bytes);
+      const uint8_t* at = packed + static_cast<size_t>(g) * gbytes + static_cast<size_t>(b) * kBlockBytes;
+#pragma GCC unroll 4
+      for (int h = 0; h < G; ++h) prefetch_lines<kBlockBytes>(at + h * gbytes + pf);
+#pragma GCC unroll 4
+      for (int h = 0; h < G; ++h) prefetch_lines<kBlockBytes, _MM_HINT_T0>(at + h * gbytes + kL1PrefetchBytes);
+#pragma GCC unroll 4
       for (int h = 0; h < G; ++h) acc[h] = block(packed + static_cast<size_t>(g + h) * gbytes, b, acc[h]);
     }
+#pragma GCC unroll 4
     for (int h = 0; h < G; ++h) store_rows16(acc[h], (g + h) * kPackRows, r0, r1, y);
   }
   for (; g < g_end; ++g) {
     const uint8_t* group = packed + static_cast<size_t>(g) * gbytes;
     __m512 acc = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-      prefetch_lines(group + static_cast<size_t>(b) * block_bytes + kPrefetchBytes, block_bytes);
-      prefetch_lines_l1(group + static_cast<size_t>(b) * block_bytes + kL1PrefetchBytes, block_bytes);
+      prefetch_lines<kBlockBytes>(group + static_cast<size_t>(b) * kBlockBytes + pf);
+      prefetch_lines<kBlockBytes, _MM_HINT_T0>(group + static_cast<size_t>(b) * kBlockBytes + kL1PrefetchBytes);
       acc = block(group, b, acc);
     }
     store_rows16(acc, g * kPackRows, r0, r1, y);
@@ -155,7 +169,7 @@ void packed_q4_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const
     return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(a[b].d))), acc);
   };
   // A block pair's quants (2 × 256 bytes) then its scales (2 × 32): 288 bytes per block.
-  packed_groups<2>(packed, gbytes, nb, r0, r1, y, 288, block);
+  packed_groups<2, 288>(packed, gbytes, nb, r0, r1, y, block);
 }
 
 // Q8_0: signed weights become the unsigned operand by flipping the sign bit (q + 128); the
@@ -185,7 +199,7 @@ void packed_q8_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const
     const __m512 p = keep_rounded(_mm512_mul_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(a[b].d)))));
     return _mm512_add_ps(acc, p);
   };
-  packed_groups<2>(packed, gbytes, nb, r0, r1, y, 544, block);
+  packed_groups<2, 544>(packed, gbytes, nb, r0, r1, y, block);
 }
 
 // ---- row-major mat-vec: two memory streams ----
@@ -195,7 +209,7 @@ void packed_q8_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const
 // loop). So the rows [r0, r1) are split in two halves and a kernel computes row r0 + i of the
 // first half together with row r0 + h + i of the second, sharing the activation loads. Each row's
 // arithmetic does not depend on its partner, so results do not depend on the split.
-// Each row stream prefetches its own bytes kPrefetchBytes ahead into L2, chunk by chunk (the end
+// Each row stream prefetches its own bytes prefetch_bytes() ahead into L2, chunk by chunk (the end
 // of a row prefetches the start of the next): rows of a few KiB are too short for the L2 streamer
 // to reach full speed on its own. One thread from memory (bench/results/kernels-dram-vm.json):
 // F16 13.8 GB/s, BF16 14.3, Q4_K 13.6, Q6_K 14.0 with the next row prefetched (one row stride
@@ -241,6 +255,7 @@ inline float bf16_scalar(uint16_t h) {
 // activation loads.
 template <int R, __m512 (*Load)(const uint16_t*), float (*Scalar)(uint16_t)>
 inline void dense_rows(const uint16_t* const* rows, const float* xf, int64_t n, float* out) {
+  const size_t pf = prefetch_bytes();
   __m512 acc[R][4];
   for (int r = 0; r < R; ++r)
     for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_setzero_ps();
@@ -248,7 +263,7 @@ inline void dense_rows(const uint16_t* const* rows, const float* xf, int64_t n, 
   for (; k + 64 <= n; k += 64) {
     __m512 x[4];
     for (int j = 0; j < 4; ++j) x[j] = _mm512_loadu_ps(xf + k + 16 * j);
-    for (int r = 0; r < R; ++r) prefetch_lines(reinterpret_cast<const uint8_t*>(rows[r] + k) + kPrefetchBytes, 128);
+    for (int r = 0; r < R; ++r) prefetch_lines<128>(reinterpret_cast<const uint8_t*>(rows[r] + k) + pf);
     for (int r = 0; r < R; ++r)
       for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_fmadd_ps(Load(rows[r] + k + 16 * j), x[j], acc[r][j]);
   }
@@ -340,6 +355,7 @@ inline float q6k_block(const BlockQ6_K& b, const __m512i& a0, const __m512i& a1,
 
 template <int R>
 inline void q6k_rows(const BlockQ6_K* const* x, const BlockQ8_K* y, int64_t nb, float* out) {
+  const size_t pf = prefetch_bytes();
   // 16-element sub-blocks: chunk c holds sub-blocks 4c..4c+3, 8 pairs each.
   static const __m512i kIndex[4] = {scale_index([](int m) { return m / 8; }), scale_index([](int m) { return 4 + m / 8; }),
                                     scale_index([](int m) { return 8 + m / 8; }), scale_index([](int m) { return 12 + m / 8; })};
@@ -350,7 +366,7 @@ inline void q6k_rows(const BlockQ6_K* const* x, const BlockQ8_K* y, int64_t nb, 
                   a2 = _mm512_loadu_si512(y[i].qs + 128), a3 = _mm512_loadu_si512(y[i].qs + 192);
     const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums));
     // Lines at +0, 64, 128, 192 of each 210-byte block: with the next block's, every line.
-    for (int r = 0; r < R; ++r) prefetch_lines(reinterpret_cast<const uint8_t*>(x[r] + i) + kPrefetchBytes, 256);
+    for (int r = 0; r < R; ++r) prefetch_lines<256>(reinterpret_cast<const uint8_t*>(x[r] + i) + pf);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) s[r] += q6k_block(x[r][i], a0, a1, a2, a3, bsums, y[i].d, index);
   }
@@ -433,6 +449,7 @@ inline float q4k_block(const BlockQ4_K& b, const __m512i& a0, const __m512i& a1,
 template <int R>
 inline void q4k_rows(const BlockQ4_K* const* x, const BlockQ8_K* y, const int8_t* qa, const int16_t* qsums,
                      int64_t nb, float* out) {
+  const size_t pf = prefetch_bytes();
   // 32-element sub-blocks: the load of j = 2k, 2k+1 gives chunk lo = sub-blocks 4k (pairs 0..15)
   // and 4k+2 (16..31), chunk hi = 4k+1 and 4k+3 (the activations are reordered to match).
   static const __m512i kIndex[4] = {scale_index([](int m) { return m < 16 ? 0 : 2; }),
@@ -447,7 +464,7 @@ inline void q4k_rows(const BlockQ4_K* const* x, const BlockQ8_K* y, const int8_t
                   a3 = _mm512_loadu_si512(q + 192);
     const __m128i sums = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qsums + i * 8));
     // Lines at +0, 64, 128 of each 144-byte block: with the next block's, every line.
-    for (int r = 0; r < R; ++r) prefetch_lines(reinterpret_cast<const uint8_t*>(x[r] + i) + kPrefetchBytes, 192);
+    for (int r = 0; r < R; ++r) prefetch_lines<192>(reinterpret_cast<const uint8_t*>(x[r] + i) + pf);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) s[r] += q4k_block(x[r][i], a0, a1, a2, a3, sums, y[i].d, index);
   }
