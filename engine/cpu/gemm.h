@@ -6,7 +6,8 @@
 // across rows), reused from L1 for every token of the block, and each micro-kernel keeps a tile of
 // outputs (rows × tokens) in registers. Kernel sets are chosen at run time like the decode kernels
 // (quant.h KernelIsa): AVX-512 (F/BW/VL/VNNI), AVX2 (FMA, maddubs), portable. BF16 weights are
-// widened to f32 and multiplied by FMA in both x86 sets (vdpbf16ps measured slower: gemm_avx512.cpp).
+// widened to f32 and multiplied by FMA, except in the AVX-512 set on CPUs where vdpbf16ps outruns
+// FMA (AMD Zen 4 and later; slower on the Intel Xeon measured: gemm_avx512.cpp).
 //
 // Arithmetic (docs/tensor-types.md, "Batched matmul"):
 //   * Q4_0, Q8_0 (packed layout), Q4_K, Q6_K: int8 GEMM over the activations of the decode path
@@ -100,10 +101,16 @@ struct GemmKernels {
                GemmScratch&);
   void (*gemm_f32)(int64_t, int64_t, int64_t, float, const float*, size_t, const float*, size_t, bool, float*, size_t,
                    GemmScratch&);
-  const char* bf16_path;  // how BF16 weights run: "fma" or "decode"
+  const char* bf16_path;  // how BF16 weights run: "vdpbf16ps", "fma" or "decode"
 };
 // REQUIRES: kernel_isa_available(isa). The set matches quant_kernels(isa): its decode kernels
-// are the ones gemm_matches_decode() refers to.
+// are the ones gemm_matches_decode() refers to. The AVX-512 set runs BF16 weights by vdpbf16ps
+// where that outruns FMA (gemm_avx512.cpp: AMD CPUs with AVX512-BF16), else by FMA.
 const GemmKernels& gemm_kernels(KernelIsa isa);
+
+// The AVX-512 set with BF16 weights run by vdpbf16ps (bf16_dot) or by FMA, whichever
+// gemm_kernels(KernelIsa::Avx512) chose on this CPU (tests, benches). REQUIRES:
+// kernel_isa_available(KernelIsa::Avx512), and cpu_features().avx512bf16 for bf16_dot.
+const GemmKernels& gemm_avx512_bf16_as(bool bf16_dot);
 
 }  // namespace kakeya::engine

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/cpu/cpu_features.h"
 #include "engine/quantize.h"
 
 namespace kakeya::engine {
@@ -173,6 +174,42 @@ TEST(Gemm, EveryKernelSetAgreesWithPortableAndWithItsDecodeKernels) {
                 for (size_t i = static_cast<size_t>(r1 - r0); i < ldy; ++i) EXPECT_EQ(fast[t * ldy + i], -7.0f);
             }
           }
+        }
+      }
+    }
+  }
+}
+
+// BF16 weights both ways the AVX-512 set can run them (vdpbf16ps where the CPU has AVX512-BF16,
+// FMA of widened weights), whichever gemm_kernels(Avx512) chose here: each against the portable
+// set within f32 summation rounding, with no stray writes past the range.
+TEST(Gemm, Avx512Bf16ByDotAndByFmaAgreeWithPortable) {
+  if (!kernel_isa_available(KernelIsa::Avx512)) GTEST_SKIP() << "this CPU cannot run the AVX-512 set";
+  std::vector<bool> paths = {false};
+  if (cpu_features().avx512bf16) paths.push_back(true);
+  EXPECT_EQ(std::string(gemm_kernels(KernelIsa::Avx512).bf16_path),
+            cpu_features().avx512bf16 && cpu_features().vendor == "AuthenticAMD" ? "vdpbf16ps" : "fma");
+  std::mt19937 rng(17);
+  const GemmKernels& portable = gemm_kernels(KernelIsa::Portable);
+  for (int64_t n : {35, 600, 2048}) {
+    const int64_t n_out = 53;
+    const auto bytes = random_rows(GgmlType::BF16, n, n_out, rng);
+    const GemmWeights w{GgmlType::BF16, n, bytes.data(), nullptr};
+    for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, n_out}, {5, 41}, {n_out - 1, n_out}}) {
+      for (int64_t tokens : {1, 7, 8, 33}) {
+        const auto acts = activations(quant_kernels(KernelIsa::Portable), GgmlType::BF16, n, tokens, rng);
+        const size_t ldy = static_cast<size_t>(r1 - r0) + 3;
+        const auto want = run_gemm(portable, w, r0, r1, acts, false, ldy);
+        for (bool dot : paths) {
+          SCOPED_TRACE("n=" + std::to_string(n) + " rows [" + std::to_string(r0) + "," + std::to_string(r1) +
+                       ") tokens " + std::to_string(tokens) + (dot ? " vdpbf16ps" : " fma"));
+          const GemmKernels& set = gemm_avx512_bf16_as(dot);
+          EXPECT_STREQ(set.bf16_path, dot ? "vdpbf16ps" : "fma");
+          const auto got = run_gemm(set, w, r0, r1, acts, false, ldy);
+          EXPECT_LT(rel_diff(got, want), 2e-4);
+          EXPECT_GT(rel_diff(want, std::vector<float>(want.size(), 0.0f)), 1e-3) << "the products are not all zero";
+          for (size_t t = 0; t < acts.size(); ++t)
+            for (size_t i = static_cast<size_t>(r1 - r0); i < ldy; ++i) EXPECT_EQ(got[t * ldy + i], -7.0f);
         }
       }
     }
