@@ -108,8 +108,8 @@ struct GemmKernels {
 // where that outruns FMA (gemm_avx512.cpp: AMD CPUs with AVX512-BF16), else by FMA.
 const GemmKernels& gemm_kernels(KernelIsa isa);
 
-// The AVX-512 set with BF16 weights run by vdpbf16ps (bf16_dot) or by FMA, whichever
-// gemm_kernels(KernelIsa::Avx512) chose on this CPU (tests, benches). REQUIRES:
+// The AVX-512 set with BF16 weights run by vdpbf16ps (bf16_dot) or by FMA, regardless of the
+// choice gemm_kernels(KernelIsa::Avx512) makes on this CPU (tests, benches). REQUIRES:
 // kernel_isa_available(KernelIsa::Avx512), and cpu_features().avx512bf16 for bf16_dot.
 const GemmKernels& gemm_avx512_bf16_as(bool bf16_dot);
 

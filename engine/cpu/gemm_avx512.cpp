@@ -172,7 +172,8 @@ const GemmKernels& gemm_avx512_bf16_dot() {
 static bool bf16_dot_preferred(const CpuFeatures& f) { return f.avx512bf16 && f.vendor == "AuthenticAMD"; }
 
 const GemmKernels& gemm_avx512() {
-  return bf16_dot_preferred(cpu_features()) ? gemm_avx512_bf16_dot() : gemm_avx512_fma();
+  static const GemmKernels& k = bf16_dot_preferred(cpu_features()) ? gemm_avx512_bf16_dot() : gemm_avx512_fma();
+  return k;
 }
 
 }  // namespace detail
