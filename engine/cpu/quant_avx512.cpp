@@ -70,10 +70,12 @@ size_t prefetch_bytes() {
 
 // Prefetches the kBytes bytes from p, one 64-byte line at a time, with hint kHint (T1 into L2 unless
 // said otherwise). kBytes is a constant so that the loop unrolls into plain prefetch instructions.
-template <size_t kBytes, _mm_hint kHint = _MM_HINT_T1>
+// (kHint is an int: GCC's _mm_hint enum does not exist in clang, whose _mm_prefetch is a macro.)
+template <size_t kBytes, int kHint = _MM_HINT_T1>
 inline void prefetch_lines(const uint8_t* p) {
 #pragma GCC unroll 16
-  for (size_t off = 0; off < kBytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), kHint);
+  for (size_t off = 0; off < kBytes; off += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(p + off), static_cast<decltype(_MM_HINT_T1)>(kHint));
 }
 
 // The packed kernels also prefetch each stream's bytes a short distance ahead into L1
