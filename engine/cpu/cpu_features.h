@@ -26,6 +26,10 @@ struct CpuFeatures {
   // OS-enabled ZMM state.
   bool can_run_avx512() const { return can_run_avx2() && avx512f && avx512bw && avx512vl && avx512vnni; }
 
+  // True on AMD CPUs (vendor "AuthenticAMD"): the kernels' per-vendor tuning (decode prefetch
+  // distance, the BF16 GEMM instruction) keys on it.
+  bool amd() const { return vendor == "AuthenticAMD"; }
+
   // Space-separated list of the features present, e.g. "avx avx2 fma f16c".
   std::string to_string() const;
 };

@@ -122,28 +122,19 @@ void bf16_dp_gemm(const GemmWeights& w, int64_t r0, int64_t r1, const Activation
   }
 }
 
-// F32/F16/BF16 weights widened to f32 and multiplied by FMA.
+// F32/F16/BF16 weights: widened to f32 and multiplied by FMA, except BF16 by vdpbf16ps when
+// kBf16Dot (REQUIRES: cpu_features().avx512bf16).
+template <bool kBf16Dot>
 void avx512_floats(const GemmWeights& w, int64_t r0, int64_t r1, const ActivationBuffer* acts, int64_t n_tokens,
                    float* y, size_t ldy, GemmScratch& s) {
+  if (kBf16Dot && w.type == GgmlType::BF16) return bf16_dp_gemm(w, r0, r1, acts, n_tokens, y, ldy, s);
   float_weights_gemm<Vec512>(w, r0, r1, acts, n_tokens, y, ldy, s);
 }
 
-// The same with BF16 weights by vdpbf16ps. REQUIRES: cpu_features().avx512bf16.
-void avx512_floats_bf16_dot(const GemmWeights& w, int64_t r0, int64_t r1, const ActivationBuffer* acts,
-                            int64_t n_tokens, float* y, size_t ldy, GemmScratch& s) {
-  if (w.type == GgmlType::BF16) return bf16_dp_gemm(w, r0, r1, acts, n_tokens, y, ldy, s);
-  float_weights_gemm<Vec512>(w, r0, r1, acts, n_tokens, y, ldy, s);
-}
-
+template <bool kBf16Dot>
 void avx512_gemm(const GemmWeights& w, int64_t r0, int64_t r1, const ActivationBuffer* acts, int64_t n_tokens,
                  float* y, size_t ldy, bool decode_exact, GemmScratch& s) {
-  x86_gemm<Vec512>(quant_kernels(KernelIsa::Avx512), avx512_floats, w, r0, r1, acts, n_tokens, y, ldy, decode_exact,
-                   s);
-}
-
-void avx512_gemm_bf16_dot(const GemmWeights& w, int64_t r0, int64_t r1, const ActivationBuffer* acts,
-                          int64_t n_tokens, float* y, size_t ldy, bool decode_exact, GemmScratch& s) {
-  x86_gemm<Vec512>(quant_kernels(KernelIsa::Avx512), avx512_floats_bf16_dot, w, r0, r1, acts, n_tokens, y, ldy,
+  x86_gemm<Vec512>(quant_kernels(KernelIsa::Avx512), avx512_floats<kBf16Dot>, w, r0, r1, acts, n_tokens, y, ldy,
                    decode_exact, s);
 }
 
@@ -152,12 +143,12 @@ void avx512_gemm_bf16_dot(const GemmWeights& w, int64_t r0, int64_t r1, const Ac
 namespace detail {
 
 const GemmKernels& gemm_avx512_fma() {
-  static const GemmKernels k{x86_has_kernel, x86_matches_decode, avx512_gemm, x86_gemm_f32<Vec512>, "fma"};
+  static const GemmKernels k{x86_has_kernel, x86_matches_decode, avx512_gemm<false>, x86_gemm_f32<Vec512>, "fma"};
   return k;
 }
 
 const GemmKernels& gemm_avx512_bf16_dot() {
-  static const GemmKernels k{x86_has_kernel, x86_matches_decode, avx512_gemm_bf16_dot, x86_gemm_f32<Vec512>,
+  static const GemmKernels k{x86_has_kernel, x86_matches_decode, avx512_gemm<true>, x86_gemm_f32<Vec512>,
                              "vdpbf16ps"};
   return k;
 }
@@ -169,7 +160,7 @@ const GemmKernels& gemm_avx512_bf16_dot() {
 // (110 vs 236 GOP/s per core) and BF16 prefill of synth TinyLlama ran 41 tok/s through it against
 // 52-53 through FMA. A fixed rule rather than a timing at start-up, so that the choice (and the
 // rounding it brings) is the same in every run on a machine.
-static bool bf16_dot_preferred(const CpuFeatures& f) { return f.avx512bf16 && f.vendor == "AuthenticAMD"; }
+static bool bf16_dot_preferred(const CpuFeatures& f) { return f.avx512bf16 && f.amd(); }
 
 const GemmKernels& gemm_avx512() {
   static const GemmKernels& k = bf16_dot_preferred(cpu_features()) ? gemm_avx512_bf16_dot() : gemm_avx512_fma();

@@ -64,7 +64,7 @@ inline void store_rows16(__m512 v, int64_t row0, int64_t r0, int64_t r1, float* 
 // 32.1-33.1 -> 34.4-35.4, F16 9.0-9.4 -> 10.7-11.0, Q6_K 22.8-22.9 -> 27.7-27.9, Q4_K
 // 28.4-29.3 -> 31.4-31.8 (3, 6 and 8 KiB no better than 4). Chosen by CPU vendor, once.
 size_t prefetch_bytes() {
-  static const size_t bytes = cpu_features().vendor == "AuthenticAMD" ? 4096 : 2048;
+  static const size_t bytes = cpu_features().amd() ? 4096 : 2048;
   return bytes;
 }
 

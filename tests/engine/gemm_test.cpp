@@ -188,7 +188,7 @@ TEST(Gemm, Avx512Bf16ByDotAndByFmaAgreeWithPortable) {
   std::vector<bool> paths = {false};
   if (cpu_features().avx512bf16) paths.push_back(true);
   EXPECT_EQ(std::string(gemm_kernels(KernelIsa::Avx512).bf16_path),
-            cpu_features().avx512bf16 && cpu_features().vendor == "AuthenticAMD" ? "vdpbf16ps" : "fma");
+            cpu_features().avx512bf16 && cpu_features().amd() ? "vdpbf16ps" : "fma");
   std::mt19937 rng(17);
   const GemmKernels& portable = gemm_kernels(KernelIsa::Portable);
   for (int64_t n : {35, 600, 2048}) {
