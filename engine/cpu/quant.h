@@ -211,4 +211,23 @@ struct QuantKernels {
 // REQUIRES: kernel_isa_available(isa).
 const QuantKernels& quant_kernels(KernelIsa isa);
 
+// How the Avx512 set's F16/BF16 mat-vec walks the rows [r0, r1); both orders give bit-identical
+// results (the same products and the same 4 × 16-lane f32 accumulation per row).
+//   kTwoStreams: rows r0 + i and r0 + h + i together (two memory streams far apart), activations
+//     widened to f32 once per call, each stream prefetched ahead into L2. Measured faster on the
+//     Intel Xeon VM (quant_avx512.cpp).
+//   kOneRow: one row after the other (one sequential stream), activations kept in half precision
+//     and converted at each load, no software prefetch. On the 2-core AMD EPYC (Zen 4) VM: decode
+//     of synth TinyLlama F16 on one thread 10.3-10.6 -> 14.0-14.7 tok/s, BF16 10.2-10.4 ->
+//     13.6-14.6, alternating in one run (the f32 activations are a second, wider load per product;
+//     both reads and the software prefetches read slower than one stream there).
+enum class Dense16Order { kTwoStreams, kOneRow };
+// The order the Avx512 set uses on this CPU: kOneRow on AMD CPUs, kTwoStreams elsewhere.
+Dense16Order avx512_dense16_order();
+// The Avx512 set's F16/BF16 mat-vec in a given order (tests and benches): y[r - r0] = row r · x.
+// REQUIRES: kernel_isa_available(KernelIsa::Avx512); type F16 or BF16; act from
+// quantize_activations(type, ...).
+void avx512_matvec_dense16(Dense16Order order, GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1,
+                           const ActivationBuffer& act, float* y);
+
 }  // namespace kakeya::engine

@@ -217,6 +217,7 @@ void packed_q8_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const
 // F16 13.8 GB/s, BF16 14.3, Q4_K 13.6, Q6_K 14.0 with the next row prefetched (one row stride
 // ahead), where the AVX2 kernels these replace read 9.3, 7.8, 9.3 and 7.5; 2 KiB ahead adds 1-6%
 // end to end (F16 1.5%, BF16 5%, Q4_K 4%, Q6_K 2%, decode alternating in one run).
+// (F16 and BF16 on AMD CPUs read one row at a time instead: Dense16Order in quant.h.)
 //   two(a, b): rows a and b; one(a): row a alone (the odd row out).
 template <class Two, class One>
 inline void two_streams(int64_t r0, int64_t r1, const Two& two, const One& one) {
@@ -280,13 +281,38 @@ inline void dense_rows(const uint16_t* const* rows, const float* xf, int64_t n, 
   }
 }
 
+// One dense 16-bit row against activations kept in the same format, each operand converted at
+// its load: the same products and the same 4 × 16-lane accumulation as dense_rows<1> (widening a
+// half to f32 is exact), so the two give bit-identical results.
 template <__m512 (*Load)(const uint16_t*), float (*Scalar)(uint16_t)>
-void rows_dense16(const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act, float* y) {
-  const float* xf = widened_activations(reinterpret_cast<const uint16_t*>(act.bytes.data()), n, Scalar, Load);
+inline float dense_row_half(const uint16_t* w, const uint16_t* x, int64_t n) {
+  __m512 acc[4];
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) acc[j] = _mm512_setzero_ps();
+  int64_t k = 0;
+  for (; k + 64 <= n; k += 64) {
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) acc[j] = _mm512_fmadd_ps(Load(w + k + 16 * j), Load(x + k + 16 * j), acc[j]);
+  }
+  for (; k + 16 <= n; k += 16) acc[0] = _mm512_fmadd_ps(Load(w + k), Load(x + k), acc[0]);
+  float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+  for (int64_t i = k; i < n; ++i) s += Scalar(w[i]) * Scalar(x[i]);
+  return s;
+}
+
+template <__m512 (*Load)(const uint16_t*), float (*Scalar)(uint16_t)>
+void rows_dense16(Dense16Order order, const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act,
+                  float* y) {
+  const uint16_t* xh = reinterpret_cast<const uint16_t*>(act.bytes.data());
   const size_t stride = ggml_row_bytes(GgmlType::F16, n);  // 2 bytes per weight, as BF16
   const auto row = [&](int64_t r) {
     return reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(w) + static_cast<size_t>(r) * stride);
   };
+  if (order == Dense16Order::kOneRow) {
+    for (int64_t r = r0; r < r1; ++r) y[r - r0] = dense_row_half<Load, Scalar>(row(r), xh, n);
+    return;
+  }
+  const float* xf = widened_activations(xh, n, Scalar, Load);
   two_streams(
       r0, r1,
       [&](int64_t a, int64_t b) {
@@ -300,6 +326,12 @@ void rows_dense16(const void* w, int64_t n, int64_t r0, int64_t r1, const Activa
         const uint16_t* rows[1] = {row(a)};
         dense_rows<1, Load, Scalar>(rows, xf, n, y + (a - r0));
       });
+}
+
+void matvec_dense16(Dense16Order order, GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1,
+                    const ActivationBuffer& act, float* y) {
+  if (type == GgmlType::F16) return rows_dense16<f16x16, f16_scalar>(order, w, n, r0, r1, act, y);
+  rows_dense16<bf16x16, bf16_scalar>(order, w, n, r0, r1, act, y);
 }
 
 // ---- Q4_K / Q6_K against Q8_K activations (bit-identical to the portable kernels) ----
@@ -517,8 +549,8 @@ void rows_q4_k(const void* w, int64_t n, int64_t r0, int64_t r1, const Activatio
 void avx512_matvec(GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act,
                    float* y) {
   switch (type) {
-    case GgmlType::F16: return rows_dense16<f16x16, f16_scalar>(w, n, r0, r1, act, y);
-    case GgmlType::BF16: return rows_dense16<bf16x16, bf16_scalar>(w, n, r0, r1, act, y);
+    case GgmlType::F16:
+    case GgmlType::BF16: return matvec_dense16(avx512_dense16_order(), type, w, n, r0, r1, act, y);
     case GgmlType::Q4_K: return rows_q4_k(w, n, r0, r1, act, y);
     case GgmlType::Q6_K: return rows_q6_k(w, n, r0, r1, act, y);
     default: break;
@@ -550,6 +582,16 @@ void avx512_matvec_packed(GgmlType type, const uint8_t* packed, int64_t n, int64
 }
 
 }  // namespace
+
+Dense16Order avx512_dense16_order() {
+  static const Dense16Order order = cpu_features().amd() ? Dense16Order::kOneRow : Dense16Order::kTwoStreams;
+  return order;
+}
+
+void avx512_matvec_dense16(Dense16Order order, GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1,
+                           const ActivationBuffer& act, float* y) {
+  matvec_dense16(order, type, w, n, r0, r1, act, y);
+}
 
 namespace detail {
 

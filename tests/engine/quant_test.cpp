@@ -660,6 +660,45 @@ TEST(Quant, SimdKernelSetsAgreeWithPortable) {
   }
 }
 
+// The AVX-512 F16/BF16 mat-vec walks rows in two orders (two far streams with widened activations,
+// or one row at a time with half activations); the vendor rule picks one, and both must give the
+// same bits for every row of every range, the 64- and 16-column steps and the scalar tail alike.
+TEST(Quant, Avx512DenseRowOrdersAreBitIdentical) {
+  if (!kernel_isa_available(KernelIsa::Avx512)) GTEST_SKIP() << "CPU cannot run the AVX-512 kernels";
+  EXPECT_EQ(avx512_dense16_order(), cpu_features().amd() ? Dense16Order::kOneRow : Dense16Order::kTwoStreams)
+      << "vendor " << cpu_features().vendor;
+  std::mt19937 rng(7);
+  for (GgmlType type : {GgmlType::F16, GgmlType::BF16}) {
+    for (int64_t n : std::vector<int64_t>{16, 100, 1000, 2048}) {
+      SCOPED_TRACE(std::string(ggml_type_name(type)) + " n=" + std::to_string(n));
+      const int64_t rows = 37;
+      std::vector<uint8_t> w;
+      for (int r = 0; r < rows; ++r) {
+        auto row = random_row(type, n, rng);
+        w.insert(w.end(), row.begin(), row.end());
+      }
+      const auto x = random_activations(n, static_cast<uint32_t>(n) + 1, 0.7f);
+      ActivationBuffer act;
+      quant_kernels(KernelIsa::Avx512).quantize_activations(type, x.data(), n, act);
+      for (auto [r0, r1] : std::vector<std::pair<int64_t, int64_t>>{{0, rows}, {3, 36}, {5, 6}, {10, 20}}) {
+        std::vector<float> two(static_cast<size_t>(r1 - r0), -1.0f), one(two.size(), -2.0f);
+        avx512_matvec_dense16(Dense16Order::kTwoStreams, type, w.data(), n, r0, r1, act, two.data());
+        avx512_matvec_dense16(Dense16Order::kOneRow, type, w.data(), n, r0, r1, act, one.data());
+        for (size_t i = 0; i < two.size(); ++i) {
+          EXPECT_EQ(std::memcmp(&two[i], &one[i], 4), 0) << "row " << r0 + static_cast<int64_t>(i) << ": " << two[i]
+                                                         << " vs " << one[i];
+        }
+        // Both agree with the set's own vec_dot (the public path, whichever order it takes).
+        for (int64_t r = r0; r < r1; ++r) {
+          const float d = quant_kernels(KernelIsa::Avx512).vec_dot(
+              type, w.data() + static_cast<size_t>(r) * ggml_row_bytes(type, n), act);
+          EXPECT_EQ(d, one[static_cast<size_t>(r - r0)]) << "row " << r;
+        }
+      }
+    }
+  }
+}
+
 // Q8_K activations (the K-quants' vec_dot_type) from every set equal ggml's scalar reference on
 // the inputs where a vectorized max and rounding could part from it: an all-zero block, a
 // magnitude tie between signs (the first one sets the sign of the scale), values landing on .5
