@@ -219,8 +219,12 @@ const QuantKernels& quant_kernels(KernelIsa isa);
 //   kOneRow: one row after the other (one sequential stream), activations kept in half precision
 //     and converted at each load, no software prefetch. On the 2-core AMD EPYC (Zen 4) VM: decode
 //     of synth TinyLlama F16 on one thread 10.3-10.6 -> 14.0-14.7 tok/s, BF16 10.2-10.4 ->
-//     13.6-14.6, alternating in one run (the f32 activations are a second, wider load per product;
-//     both reads and the software prefetches read slower than one stream there).
+//     13.6-14.6, alternating in one run. A read loop in the decode's matrix shapes there (one
+//     thread, 2 MiB pages): two far streams with 4 KiB prefetch 10.3-10.9 tok/s-equivalent; one
+//     stream with f32 activations 9.9-10.3 and with half activations 12.9-13.2 in the same run
+//     (a 64-byte f32 load per 32 weight bytes costs more than converting a 32-byte half load);
+//     and software prefetch made one stream slower (a 2 GiB sweep: 28-31 GB/s without, 17-23
+//     with 2-8 KiB ahead).
 enum class Dense16Order { kTwoStreams, kOneRow };
 // The order the Avx512 set uses on this CPU: kOneRow on AMD CPUs, kTwoStreams elsewhere.
 Dense16Order avx512_dense16_order();
