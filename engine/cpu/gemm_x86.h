@@ -267,7 +267,8 @@ struct ActBlock {
 };
 
 // Weight (B) sources: pack(j0, nj, k0, kc, panel) writes panel[kk·2L + jj] = B(j0 + jj, k0 + kk)
-// for jj < 2L (0 for jj >= nj), kk < kc.
+// for jj < 2L (0 for jj >= nj), kk < kc; prefetch(j, k0, kc) asks for B(j, k0 .. k0 + kc) in L2
+// (a no-op where that is not one run of memory).
 template <class V, typename T>
 struct RowsOf {  // B(j, k) = p[j·ld + k], T = float (f32), uint16_t with F16 or BF16 values
   const T* p;
@@ -283,6 +284,10 @@ struct RowsOf {  // B(j, k) = p[j·ld + k], T = float (f32), uint16_t with F16 o
       std::memcpy(tmp, q, static_cast<size_t>(n) * sizeof(uint16_t));
       return bf16 ? V::bf16(tmp) : V::f16(tmp);
     }
+  }
+  void prefetch(int64_t j, int64_t k0, int64_t kc) const {
+    const auto* q = reinterpret_cast<const char*>(p + static_cast<size_t>(j) * ld + static_cast<size_t>(k0));
+    for (size_t off = 0; off < static_cast<size_t>(kc) * sizeof(T); off += 64) _mm_prefetch(q + off, _MM_HINT_T1);
   }
   void pack(int64_t j0, int64_t nj, int64_t k0, int64_t kc, float* panel) const {
     constexpr int L = V::kLanes;
@@ -311,6 +316,7 @@ template <class V>
 struct ColsF32 {  // B(j, k) = p[k·ld + j]
   const float* p;
   size_t ld;
+  void prefetch(int64_t, int64_t, int64_t) const {}
   void pack(int64_t j0, int64_t nj, int64_t k0, int64_t kc, float* panel) const {
     constexpr int L = V::kLanes;
     for (int64_t kk = 0; kk < kc; ++kk) {
@@ -389,11 +395,22 @@ void float_gemm(int64_t m, int64_t n, int64_t k, float alpha, const A& a, const 
     for (int64_t j0 = 0; j0 < n; j0 += 2 * L) {
       const int64_t nj = std::min<int64_t>(2 * L, n - j0);
       b.pack(j0, nj, k0, kc, panel);
+      // The next panel's weights (the next 2L rows of this k block, else the first rows of the
+      // next one) are prefetched into L2 a few rows after each token tile, so that its pack finds
+      // them there instead of waiting on memory.
+      const bool last_panel = j0 + 2 * L >= n;
+      const int64_t next_j = last_panel ? 0 : j0 + 2 * L, next_k = last_panel ? k0 + kc : k0;
+      const int64_t next_rows = next_k < k ? std::min<int64_t>(2 * L, n - next_j) : 0;
+      const int64_t next_kc = std::min(kKc, k - next_k);
+      const int64_t rows_per_tile = (next_rows + (m + MR - 1) / MR - 1) / ((m + MR - 1) / MR);
+      int64_t fetched = 0;
       for (int64_t i0 = 0; i0 < m; i0 += MR) {
         const int mr = static_cast<int>(std::min<int64_t>(MR, m - i0));
         float_micro_n<V, MR>(mr, kc, ab + static_cast<size_t>(i0) * lda, lda, panel,
                              c + static_cast<size_t>(i0) * ldc + static_cast<size_t>(j0), ldc, nj, k0 == 0,
                              k0 + kc == k, alpha);
+        for (int64_t r = 0; r < rows_per_tile && fetched < next_rows; ++r, ++fetched)
+          b.prefetch(next_j + fetched, next_k, next_kc);
       }
     }
   }
