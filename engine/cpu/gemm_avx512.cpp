@@ -118,8 +118,8 @@ void bf16_dp_gemm(const GemmWeights& w, int64_t r0, int64_t r1, const Activation
       const bool last = j0 + 32 >= n;
       const int64_t next_j = last ? 0 : j0 + 32, next_p = last ? p0 + kPairsKc : p0;
       const int64_t next_rows = next_p < n_pairs ? std::min<int64_t>(32, n - next_j) : 0;
-      const size_t next_bytes = static_cast<size_t>(std::min(kPairsKc, n_pairs - next_p)) * 4;
-      const int64_t tiles = (n_tokens + MR - 1) / MR;
+      const size_t next_bytes = next_rows > 0 ? static_cast<size_t>(std::min(kPairsKc, n_pairs - next_p)) * 4 : 0;
+      const int64_t tiles = std::max<int64_t>(1, (n_tokens + MR - 1) / MR);
       const int64_t rows_per_tile = (next_rows + tiles - 1) / tiles;
       int64_t fetched = 0;
       for (int64_t i0 = 0; i0 < n_tokens; i0 += MR) {
@@ -127,9 +127,9 @@ void bf16_dp_gemm(const GemmWeights& w, int64_t r0, int64_t r1, const Activation
         bf16_micro_n<MR>(mr, np, ab + i0 * kPairsKc, kPairsKc, panel, y + static_cast<size_t>(i0) * ldy + j0, ldy, nj,
                          p0 == 0);
         for (int64_t r = 0; r < rows_per_tile && fetched < next_rows; ++r, ++fetched) {
-          const auto* src = reinterpret_cast<const char*>(rows + static_cast<size_t>(next_j + fetched) * k +
-                                                          static_cast<size_t>(2 * next_p));
-          for (size_t off = 0; off < next_bytes; off += 64) _mm_prefetch(src + off, _MM_HINT_T1);
+          prefetch_l2(rows + static_cast<size_t>(next_j + fetched) * static_cast<size_t>(k) +
+                          static_cast<size_t>(2 * next_p),
+                      next_bytes);
         }
       }
     }

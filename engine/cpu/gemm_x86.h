@@ -266,6 +266,13 @@ struct ActBlock {
   }
 };
 
+// Asks for the cache lines of [p, p + bytes) in L2 (prefetcht1; prefetches never fault).
+inline void prefetch_l2(const void* p, size_t bytes) {
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p);
+  for (uintptr_t line = begin & ~uintptr_t{63}; line < begin + bytes; line += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T1);
+}
+
 // Weight (B) sources: pack(j0, nj, k0, kc, panel) writes panel[kk·2L + jj] = B(j0 + jj, k0 + kk)
 // for jj < 2L (0 for jj >= nj), kk < kc; prefetch(j, k0, kc) asks for B(j, k0 .. k0 + kc) in L2
 // (a no-op where that is not one run of memory).
@@ -286,8 +293,7 @@ struct RowsOf {  // B(j, k) = p[j·ld + k], T = float (f32), uint16_t with F16 o
     }
   }
   void prefetch(int64_t j, int64_t k0, int64_t kc) const {
-    const auto* q = reinterpret_cast<const char*>(p + static_cast<size_t>(j) * ld + static_cast<size_t>(k0));
-    for (size_t off = 0; off < static_cast<size_t>(kc) * sizeof(T); off += 64) _mm_prefetch(q + off, _MM_HINT_T1);
+    prefetch_l2(p + static_cast<size_t>(j) * ld + static_cast<size_t>(k0), static_cast<size_t>(kc) * sizeof(T));
   }
   void pack(int64_t j0, int64_t nj, int64_t k0, int64_t kc, float* panel) const {
     constexpr int L = V::kLanes;
@@ -402,7 +408,8 @@ void float_gemm(int64_t m, int64_t n, int64_t k, float alpha, const A& a, const 
       const int64_t next_j = last_panel ? 0 : j0 + 2 * L, next_k = last_panel ? k0 + kc : k0;
       const int64_t next_rows = next_k < k ? std::min<int64_t>(2 * L, n - next_j) : 0;
       const int64_t next_kc = std::min(kKc, k - next_k);
-      const int64_t rows_per_tile = (next_rows + (m + MR - 1) / MR - 1) / ((m + MR - 1) / MR);
+      const int64_t tiles = std::max<int64_t>(1, (m + MR - 1) / MR);
+      const int64_t rows_per_tile = (next_rows + tiles - 1) / tiles;
       int64_t fetched = 0;
       for (int64_t i0 = 0; i0 < m; i0 += MR) {
         const int mr = static_cast<int>(std::min<int64_t>(MR, m - i0));

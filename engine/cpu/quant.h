@@ -227,6 +227,7 @@ const QuantKernels& quant_kernels(KernelIsa isa);
 //     with 2-8 KiB ahead).
 enum class Dense16Order { kTwoStreams, kOneRow };
 // The order the Avx512 set uses on this CPU: kOneRow on AMD CPUs, kTwoStreams elsewhere.
+// REQUIRES: kernel_isa_available(KernelIsa::Avx512) (compiled with the AVX-512 flags).
 Dense16Order avx512_dense16_order();
 // The Avx512 set's F16/BF16 mat-vec in a given order (tests and benches): y[r - r0] = row r · x.
 // REQUIRES: kernel_isa_available(KernelIsa::Avx512); type F16 or BF16; act from

@@ -2,7 +2,8 @@
 // F16, BF16, Q4_K and Q6_K mat-vec, plus the lane-exact types (Q4_1 ... IQ4_XS) through their VNNI
 // build (quant_lanes_avx512.cpp); everything else is the AVX2 set. This file is compiled with
 // -mavx512f -mavx512bw -mavx512vl -mavx512vnni (plus the AVX2 flags) and only entered through
-// detail::avx512_kernels() after cpu_features().can_run_avx512().
+// detail::avx512_kernels() and the Dense16Order functions of quant.h, after
+// cpu_features().can_run_avx512().
 //
 // One 64-byte load of a packed group holds the same 4 bytes of 16 rows (layout in quant.h);
 // VPDPBUSD (u8 × s8, four products summed into each int32 lane) against the 4 activation bytes
@@ -14,6 +15,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "engine/cpu/cpu_features.h"
@@ -255,49 +257,56 @@ inline float bf16_scalar(uint16_t h) {
 // Dense 16-bit rows (F16, BF16) against their own activation format: per row four 16-lane f32
 // accumulators over 64-column steps, f32 FMA of the exact half×half products (the AVX2 kernels'
 // products; only the f32 accumulation order differs, 4 × 16 lanes). R rows at once share the
-// activation loads.
-template <int R, __m512 (*Load)(const uint16_t*), float (*Scalar)(uint16_t)>
-inline void dense_rows(const uint16_t* const* rows, const float* xf, int64_t n, float* out) {
-  const size_t pf = prefetch_bytes();
+// activation loads. The activations x are either widened to f32 once per call (X = float; the
+// rows are then prefetched prefetch_bytes() ahead) or kept as stored (X = uint16_t, converted at
+// each load, nothing prefetched): widening a half is exact, so both give the same bits.
+template <int R, __m512 (*Load)(const uint16_t*), float (*Scalar)(uint16_t), class X>
+inline void dense_rows(const uint16_t* const* rows, const X* x, int64_t n, float* out) {
+  constexpr bool kWide = std::is_same_v<X, float>;
+  const auto x16 = [&](int64_t k) {
+    if constexpr (kWide) {
+      return _mm512_loadu_ps(x + k);
+    } else {
+      return Load(x + k);
+    }
+  };
+  const auto x1 = [&](int64_t i) {
+    if constexpr (kWide) {
+      return x[i];
+    } else {
+      return Scalar(x[i]);
+    }
+  };
+  const size_t pf = kWide ? prefetch_bytes() : 0;
   __m512 acc[R][4];
+#pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_setzero_ps();
   int64_t k = 0;
   for (; k + 64 <= n; k += 64) {
-    __m512 x[4];
-    for (int j = 0; j < 4; ++j) x[j] = _mm512_loadu_ps(xf + k + 16 * j);
-    for (int r = 0; r < R; ++r) prefetch_lines<128>(reinterpret_cast<const uint8_t*>(rows[r] + k) + pf);
+    __m512 xv[4];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) xv[j] = x16(k + 16 * j);
+    if constexpr (kWide) {
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) prefetch_lines<128>(reinterpret_cast<const uint8_t*>(rows[r] + k) + pf);
+    }
+#pragma GCC unroll 4
     for (int r = 0; r < R; ++r)
-      for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_fmadd_ps(Load(rows[r] + k + 16 * j), x[j], acc[r][j]);
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_fmadd_ps(Load(rows[r] + k + 16 * j), xv[j], acc[r][j]);
   }
   for (; k + 16 <= n; k += 16) {
-    const __m512 x = _mm512_loadu_ps(xf + k);
-    for (int r = 0; r < R; ++r) acc[r][0] = _mm512_fmadd_ps(Load(rows[r] + k), x, acc[r][0]);
+    const __m512 xv = x16(k);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) acc[r][0] = _mm512_fmadd_ps(Load(rows[r] + k), xv, acc[r][0]);
   }
   for (int r = 0; r < R; ++r) {
     float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]), _mm512_add_ps(acc[r][2], acc[r][3])));
-    for (int64_t i = k; i < n; ++i) s += Scalar(rows[r][i]) * xf[i];
+    for (int64_t i = k; i < n; ++i) s += Scalar(rows[r][i]) * x1(i);
     out[r] = s;
   }
-}
-
-// One dense 16-bit row against activations kept in the same format, each operand converted at
-// its load: the same products and the same 4 × 16-lane accumulation as dense_rows<1> (widening a
-// half to f32 is exact), so the two give bit-identical results.
-template <__m512 (*Load)(const uint16_t*), float (*Scalar)(uint16_t)>
-inline float dense_row_half(const uint16_t* w, const uint16_t* x, int64_t n) {
-  __m512 acc[4];
-#pragma GCC unroll 4
-  for (int j = 0; j < 4; ++j) acc[j] = _mm512_setzero_ps();
-  int64_t k = 0;
-  for (; k + 64 <= n; k += 64) {
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) acc[j] = _mm512_fmadd_ps(Load(w + k + 16 * j), Load(x + k + 16 * j), acc[j]);
-  }
-  for (; k + 16 <= n; k += 16) acc[0] = _mm512_fmadd_ps(Load(w + k), Load(x + k), acc[0]);
-  float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
-  for (int64_t i = k; i < n; ++i) s += Scalar(w[i]) * Scalar(x[i]);
-  return s;
 }
 
 template <__m512 (*Load)(const uint16_t*), float (*Scalar)(uint16_t)>
@@ -309,7 +318,10 @@ void rows_dense16(Dense16Order order, const void* w, int64_t n, int64_t r0, int6
     return reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(w) + static_cast<size_t>(r) * stride);
   };
   if (order == Dense16Order::kOneRow) {
-    for (int64_t r = r0; r < r1; ++r) y[r - r0] = dense_row_half<Load, Scalar>(row(r), xh, n);
+    for (int64_t r = r0; r < r1; ++r) {
+      const uint16_t* rows[1] = {row(r)};
+      dense_rows<1, Load, Scalar>(rows, xh, n, y + (r - r0));
+    }
     return;
   }
   const float* xf = widened_activations(xh, n, Scalar, Load);

@@ -234,14 +234,15 @@ TEST(Gemm, KernelListAndDecodeAgreement) {
   EXPECT_TRUE(gemm_kernels(KernelIsa::Portable).matches_decode(GgmlType::F16, false));
 }
 
-// gemm_f32 (attention's products): both layouts of B, odd m/n/k, alpha, k = 0, against float64.
+// gemm_f32 (attention's products): both layouts of B, odd m/n/k, alpha, k = 0 and m = 0 (no tokens:
+// nothing written, no crash), against float64.
 TEST(Gemm, F32ProductsOfEverySetMatchFloat64) {
   std::mt19937 rng(5);
   std::normal_distribution<float> g(0.0f, 1.0f);
   std::vector<KernelIsa> sets = simd_sets();
   sets.push_back(KernelIsa::Portable);
   for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {7, 33, 64}, {13, 70, 300}, {40, 64, 513},
-                         {3, 5, 0}}) {
+                         {3, 5, 0}, {0, 40, 300}}) {
     for (bool b_rows : {true, false}) {
       const size_t lda = static_cast<size_t>(k) + 2, ldb = static_cast<size_t>(b_rows ? k : n) + 5,
                    ldc = static_cast<size_t>(n) + 1;

@@ -669,7 +669,7 @@ TEST(Quant, Avx512DenseRowOrdersAreBitIdentical) {
       << "vendor " << cpu_features().vendor;
   std::mt19937 rng(7);
   for (GgmlType type : {GgmlType::F16, GgmlType::BF16}) {
-    for (int64_t n : std::vector<int64_t>{16, 100, 1000, 2048}) {
+    for (int64_t n : std::vector<int64_t>{8, 16, 40, 100, 112, 1000, 2048}) {
       SCOPED_TRACE(std::string(ggml_type_name(type)) + " n=" + std::to_string(n));
       const int64_t rows = 37;
       std::vector<uint8_t> w;
