@@ -113,24 +113,17 @@ void bf16_dp_gemm(const GemmWeights& w, int64_t r0, int64_t r1, const Activation
     for (int64_t j0 = 0; j0 < n; j0 += 32) {
       const int64_t nj = std::min<int64_t>(32, n - j0);
       bf16_pack(rows, static_cast<size_t>(k), k, j0, nj, p0, np, panel);
-      // The next panel's weights (the next 32 rows at these pairs, else the first rows at the
-      // next pairs) prefetched into L2 a few rows after each token tile.
-      const bool last = j0 + 32 >= n;
-      const int64_t next_j = last ? 0 : j0 + 32, next_p = last ? p0 + kPairsKc : p0;
-      const int64_t next_rows = next_p < n_pairs ? std::min<int64_t>(32, n - next_j) : 0;
-      const size_t next_bytes = next_rows > 0 ? static_cast<size_t>(std::min(kPairsKc, n_pairs - next_p)) * 4 : 0;
-      const int64_t tiles = std::max<int64_t>(1, (n_tokens + MR - 1) / MR);
-      const int64_t rows_per_tile = (next_rows + tiles - 1) / tiles;
-      int64_t fetched = 0;
+      // The next panel's weights into L2 during this one's token tiles (NextPanel, in pairs of k).
+      NextPanel next(j0, 32, n, p0, kPairsKc, n_pairs, n_tokens, MR);
+      const size_t next_bytes = next.rows > 0 ? static_cast<size_t>(std::min(kPairsKc, n_pairs - next.k0)) * 4 : 0;
       for (int64_t i0 = 0; i0 < n_tokens; i0 += MR) {
         const int mr = static_cast<int>(std::min<int64_t>(MR, n_tokens - i0));
         bf16_micro_n<MR>(mr, np, ab + i0 * kPairsKc, kPairsKc, panel, y + static_cast<size_t>(i0) * ldy + j0, ldy, nj,
                          p0 == 0);
-        for (int64_t r = 0; r < rows_per_tile && fetched < next_rows; ++r, ++fetched) {
-          prefetch_l2(rows + static_cast<size_t>(next_j + fetched) * static_cast<size_t>(k) +
-                          static_cast<size_t>(2 * next_p),
-                      next_bytes);
-        }
+        next.after_tile([&](int64_t j) {
+          const uint16_t* at = rows + static_cast<size_t>(j) * static_cast<size_t>(k) + static_cast<size_t>(2 * next.k0);
+          prefetch_l2(at, next_bytes);
+        });
       }
     }
   }

@@ -273,6 +273,30 @@ inline void prefetch_l2(const void* p, size_t bytes) {
     _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T1);
 }
 
+// The next weight panel of a GEMM that walks panels of `width` rows over [0, n) within a k block
+// [k0, k0 + kc) of [0, k), then the next block: the panel after (j0, k0) is (j0 + width, k0), or
+// (0, k0 + kc) after the last one (none after the last block). Its rows are prefetched into L2
+// spread over the current panel's token tiles, a few after each (next_rows / tiles, rounded up),
+// so that its pack finds them there instead of waiting on memory.
+struct NextPanel {
+  int64_t j = 0, k0 = 0, rows = 0;  // rows [j, j + rows) at k block k0; rows 0: none
+  int64_t per_tile = 0, fetched = 0;
+  NextPanel(int64_t j0, int64_t width, int64_t n, int64_t k0_now, int64_t kc, int64_t k, int64_t tokens,
+            int64_t mr) {
+    const bool last = j0 + width >= n;
+    j = last ? 0 : j0 + width;
+    k0 = last ? k0_now + kc : k0_now;
+    rows = k0 < k ? std::min(width, n - j) : 0;
+    const int64_t tiles = std::max<int64_t>(1, (tokens + mr - 1) / mr);
+    per_tile = (rows + tiles - 1) / tiles;
+  }
+  // After a token tile: fetch_row(j + i) for this tile's share of the rows.
+  template <class F>
+  void after_tile(const F& fetch_row) {
+    for (int64_t r = 0; r < per_tile && fetched < rows; ++r, ++fetched) fetch_row(j + fetched);
+  }
+};
+
 // Weight (B) sources: pack(j0, nj, k0, kc, panel) writes panel[kk·2L + jj] = B(j0 + jj, k0 + kk)
 // for jj < 2L (0 for jj >= nj), kk < kc; prefetch(j, k0, kc) asks for B(j, k0 .. k0 + kc) in L2
 // (a no-op where that is not one run of memory).
@@ -401,23 +425,14 @@ void float_gemm(int64_t m, int64_t n, int64_t k, float alpha, const A& a, const 
     for (int64_t j0 = 0; j0 < n; j0 += 2 * L) {
       const int64_t nj = std::min<int64_t>(2 * L, n - j0);
       b.pack(j0, nj, k0, kc, panel);
-      // The next panel's weights (the next 2L rows of this k block, else the first rows of the
-      // next one) are prefetched into L2 a few rows after each token tile, so that its pack finds
-      // them there instead of waiting on memory.
-      const bool last_panel = j0 + 2 * L >= n;
-      const int64_t next_j = last_panel ? 0 : j0 + 2 * L, next_k = last_panel ? k0 + kc : k0;
-      const int64_t next_rows = next_k < k ? std::min<int64_t>(2 * L, n - next_j) : 0;
-      const int64_t next_kc = std::min(kKc, k - next_k);
-      const int64_t tiles = std::max<int64_t>(1, (m + MR - 1) / MR);
-      const int64_t rows_per_tile = (next_rows + tiles - 1) / tiles;
-      int64_t fetched = 0;
+      NextPanel next(j0, 2 * L, n, k0, kc, k, m, MR);
+      const int64_t next_kc = std::min(kKc, k - next.k0);
       for (int64_t i0 = 0; i0 < m; i0 += MR) {
         const int mr = static_cast<int>(std::min<int64_t>(MR, m - i0));
         float_micro_n<V, MR>(mr, kc, ab + static_cast<size_t>(i0) * lda, lda, panel,
                              c + static_cast<size_t>(i0) * ldc + static_cast<size_t>(j0), ldc, nj, k0 == 0,
                              k0 + kc == k, alpha);
-        for (int64_t r = 0; r < rows_per_tile && fetched < next_rows; ++r, ++fetched)
-          b.prefetch(next_j + fetched, next_k, next_kc);
+        next.after_tile([&](int64_t j) { b.prefetch(j, next.k0, next_kc); });
       }
     }
   }
