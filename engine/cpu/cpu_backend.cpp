@@ -301,10 +301,7 @@ void CpuBackend::swiglu(const Tensor& gate, const Tensor& up) {
   float* g = f32(gate);
   const float* u = f32(up);
   pool_.parallel_ranges(static_cast<size_t>(gate.rows * gate.cols), 16384, [&](size_t a, size_t b, int) {
-    for (size_t i = a; i < b; ++i) {
-      const float v = g[i];
-      g[i] = (v / (1.0f + std::exp(-v))) * u[i];
-    }
+    swiglu_f32(g + a, u + a, static_cast<int64_t>(b - a));
   });
 }
 

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "engine/cpu/cpu_features.h"
@@ -356,6 +357,31 @@ void portable_axpy_f32_rows(const float* alpha, const float* x, size_t stride, s
   }
 }
 
+// swiglu_exp (quant.h); quant_avx2.cpp's exp8 runs the same operations lane by lane.
+float portable_swiglu_exp(float x) {
+  if (std::isnan(x)) return x;
+  if (x > detail::kSwigluExpMax) return std::numeric_limits<float>::infinity();
+  if (x < detail::kSwigluExpMin) return 0.0f;
+  const float n = std::nearbyint(x * detail::kLog2e);
+  float r = std::fma(n, -detail::kLn2Hi, x);
+  r = std::fma(n, detail::kLn2Lo, r);
+  float p = detail::kExpPoly[0];
+  for (int i = 1; i < 6; ++i) p = std::fma(p, r, detail::kExpPoly[i]);
+  p = std::fma(p, r * r, r);
+  p = p + 1.0f;
+  const uint32_t bits = static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23;  // 2^n, n in [-126, 127]
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return p * scale;
+}
+
+void portable_swiglu_f32(float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = gate[i];
+    gate[i] = (v / (1.0f + portable_swiglu_exp(-v))) * up[i];
+  }
+}
+
 const QuantKernels& active_kernels() {
   static const QuantKernels& k = kernel_isa_available(KernelIsa::Avx512) ? detail::avx512_kernels()
                                  : kernel_isa_available(KernelIsa::Avx2) ? detail::avx2_kernels()
@@ -373,7 +399,7 @@ namespace detail {
 const QuantKernels& portable_kernels() {
   static const QuantKernels k{portable_dequantize_row, portable_quantize_activations, portable_vec_dot,
                               portable_matvec, portable_matvec_packed, portable_dot_f32_rows,
-                              portable_axpy_f32_rows};
+                              portable_axpy_f32_rows, portable_swiglu_f32};
   return k;
 }
 
@@ -599,6 +625,10 @@ void dot_f32_rows(const float* q, const float* k, size_t stride, size_t rows, in
 void axpy_f32_rows(const float* alpha, const float* x, size_t stride, size_t rows, int64_t n, float* y) {
   active_kernels().axpy_f32_rows(alpha, x, stride, rows, n, y);
 }
+
+void swiglu_f32(float* gate, const float* up, int64_t n) { active_kernels().swiglu_f32(gate, up, n); }
+
+float swiglu_exp(float x) { return portable_swiglu_exp(x); }
 
 void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
   active_kernels().dequantize_row(type, src, dst, n);

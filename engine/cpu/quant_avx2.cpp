@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "engine/cpu/quant.h"
@@ -581,6 +582,40 @@ void avx2_axpy_f32_rows(const float* alpha, const float* x, size_t stride, size_
     for (size_t r = 0; r < rows; ++r) y[i] = std::fma(alpha[r], x[r * stride + i], y[i]);
 }
 
+// ---- SwiGLU ----
+
+// swiglu_exp (quant.h) on 8 lanes: portable_swiglu_exp's operations, lane by lane (lanes out of
+// range or NaN compute garbage that the last three blends replace, as the scalar form returns
+// early).
+__m256 exp8(__m256 x) {
+  using detail::kExpPoly;
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(detail::kLog2e)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-detail::kLn2Hi), x);
+  r = _mm256_fmadd_ps(n, _mm256_set1_ps(detail::kLn2Lo), r);
+  __m256 p = _mm256_set1_ps(kExpPoly[0]);
+  for (int i = 1; i < 6; ++i) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpPoly[i]));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r);
+  p = _mm256_add_ps(p, _mm256_set1_ps(1.0f));
+  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  __m256 e = _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+  e = _mm256_blendv_ps(e, _mm256_setzero_ps(), _mm256_cmp_ps(x, _mm256_set1_ps(detail::kSwigluExpMin), _CMP_LT_OQ));
+  e = _mm256_blendv_ps(e, _mm256_set1_ps(std::numeric_limits<float>::infinity()),
+                       _mm256_cmp_ps(x, _mm256_set1_ps(detail::kSwigluExpMax), _CMP_GT_OQ));
+  return _mm256_blendv_ps(e, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+
+void avx2_swiglu_f32(float* gate, const float* up, int64_t n) {
+  const __m256 sign = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(gate + i);
+    const __m256 e = exp8(_mm256_xor_ps(v, sign));
+    _mm256_storeu_ps(gate + i, _mm256_mul_ps(_mm256_div_ps(v, _mm256_add_ps(one, e)), _mm256_loadu_ps(up + i)));
+  }
+  if (i < n) detail::portable_kernels().swiglu_f32(gate + i, up + i, n - i);
+}
+
 // ---- dispatch ----
 
 template <GgmlType T>
@@ -708,7 +743,7 @@ namespace detail {
 
 const QuantKernels& avx2_kernels() {
   static const QuantKernels k{avx2_dequantize_row, avx2_quantize_activations, avx2_vec_dot, avx2_matvec,
-                              avx2_matvec_packed, avx2_dot_f32_rows, avx2_axpy_f32_rows};
+                              avx2_matvec_packed, avx2_dot_f32_rows, avx2_axpy_f32_rows, avx2_swiglu_f32};
   return k;
 }
 

@@ -892,5 +892,92 @@ TEST(Quant, DotAndAxpyF32RowsAgreeWithFloat64OnEveryIsa) {
   }
 }
 
+// Distance in representable floats between a (finite or inf) and the f32 rounding of b.
+int64_t ulps_from(float a, double b) {
+  auto ordered = [](float f) {
+    int32_t i;
+    std::memcpy(&i, &f, sizeof i);
+    return i < 0 ? static_cast<int64_t>(INT32_MIN) - i : static_cast<int64_t>(i);
+  };
+  return std::llabs(ordered(a) - ordered(static_cast<float>(b)));
+}
+
+// swiglu_exp against e^x in float64 over its normal range, [−87.33654, 88.3762] (every 97th f32
+// bit pattern of each sign, and both ends), and at its edges: 0 below, +inf above, NaN for NaN.
+TEST(Quant, SwigluExpIsWithinOneUlpOfExp) {
+  int64_t worst = 0;
+  float worst_x = 0;
+  auto check = [&](float x) {
+    const int64_t u = ulps_from(swiglu_exp(x), std::exp(static_cast<double>(x)));
+    if (u > worst) worst = u, worst_x = x;
+  };
+  for (float end : {88.3762f, -87.33654f}) {  // bit patterns rise from ±0 to each end
+    const float zero = end < 0 ? -0.0f : 0.0f;
+    uint32_t a, b;
+    std::memcpy(&a, &zero, 4);
+    std::memcpy(&b, &end, 4);
+    for (uint32_t bits = a; bits < b; bits += 97) {
+      float x;
+      std::memcpy(&x, &bits, 4);
+      check(x);
+    }
+    check(end);
+  }
+  EXPECT_LE(worst, 1) << "at x = " << worst_x;
+  EXPECT_EQ(swiglu_exp(0.0f), 1.0f);
+  EXPECT_EQ(swiglu_exp(-0.0f), 1.0f);
+  EXPECT_EQ(swiglu_exp(-87.5f), 0.0f);
+  EXPECT_EQ(swiglu_exp(-std::numeric_limits<float>::infinity()), 0.0f);
+  EXPECT_EQ(swiglu_exp(88.5f), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(swiglu_exp(std::numeric_limits<float>::infinity()), std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(swiglu_exp(std::numeric_limits<float>::quiet_NaN())));
+}
+
+// Every set's swiglu_f32 is the portable one bit for bit (lengths that leave every tail of the
+// 8-lane loop; gates across the exp's range, past both of its ends, ±0, denormals, ±inf, NaN),
+// and within a few ulp of g / (1 + e^−g) · u in float64.
+TEST(Quant, SwigluOfEverySetIsThePortableBitForBit) {
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> wide(-95.0f, 95.0f), narrow(-6.0f, 6.0f);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> special = {0.0f, -0.0f, 1e-40f, -1e-40f, 87.33654f, 87.34f, -88.3762f, -88.38f,
+                                      95.0f, -95.0f, inf, -inf, nan, 1.0f, -1.0f, 20.0f, -20.0f};
+  for (int64_t n : {0, 1, 7, 8, 9, 17, 64, 133, (1 << 16) + 5}) {
+    std::vector<float> gate(static_cast<size_t>(n)), up(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      gate[i] = i < static_cast<int64_t>(special.size()) && n > 100 ? special[i] : (i % 3 == 0 ? wide(rng) : narrow(rng));
+      up[i] = narrow(rng);
+    }
+    std::vector<float> want = gate;
+    quant_kernels(KernelIsa::Portable).swiglu_f32(want.data(), up.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double g = gate[i];
+      const double ref = g / (1.0 + std::exp(-g)) * up[i];
+      if (std::isnan(ref)) {
+        EXPECT_TRUE(std::isnan(want[i])) << "gate " << gate[i];
+      } else if (std::isinf(ref)) {
+        EXPECT_EQ(want[i], ref) << "gate " << gate[i];
+      } else if (std::isfinite(ref) && std::fabs(ref) > 1e-30) {
+        EXPECT_LE(ulps_from(want[i], ref), 4) << "gate " << gate[i] << " up " << up[i];
+      } else {
+        EXPECT_NEAR(want[i], ref, 1e-30) << "gate " << gate[i];
+      }
+    }
+    for (KernelIsa isa : available_isas()) {
+      SCOPED_TRACE(std::string(kernel_isa_name(isa)) + " n=" + std::to_string(n));
+      std::vector<float> got = gate;
+      quant_kernels(isa).swiglu_f32(got.data(), up.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        if (std::isnan(want[i])) {
+          EXPECT_TRUE(std::isnan(got[i])) << "gate " << gate[i];
+        } else {
+          EXPECT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0)
+              << "gate " << gate[i] << ": " << got[i] << " vs the portable " << want[i];
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kakeya::engine
