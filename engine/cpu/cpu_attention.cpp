@@ -220,15 +220,8 @@ void CpuBackend::attention_batched(const float* q, const AttentionArgs& args, fl
       float mx = -INFINITY;
       for (size_t s = 0; s < r.a; ++s) mx = std::max(mx, row[s]);
       for (size_t s = r.b; s < r.c; ++s) mx = std::max(mx, row[s]);
-      double sum = 0.0;
-      for (size_t s = 0; s < r.a; ++s) {
-        row[s] = std::exp(row[s] - mx);
-        sum += row[s];
-      }
-      for (size_t s = r.b; s < r.c; ++s) {
-        row[s] = std::exp(row[s] - mx);
-        sum += row[s];
-      }
+      const double sum = exp_sum_f32(row, static_cast<int64_t>(r.a), mx) +
+                         exp_sum_f32(row + r.b, static_cast<int64_t>(r.c - r.b), mx);
       const float inv = static_cast<float>(1.0 / sum);
       for (size_t s = 0; s < r.a; ++s) row[s] *= inv;
       std::fill(row + r.a, row + r.b, 0.0f);
@@ -269,13 +262,8 @@ void CpuBackend::attention_per_token(const float* q, const AttentionArgs& args, 
     };
     for (size_t s = 0; s < r.a; ++s) scaled(s);
     for (size_t s = r.b; s < r.c; ++s) scaled(s);
-    double sum = 0.0;
-    auto expo = [&](size_t s) {
-      scores[s] = std::exp(scores[s] - mx);
-      sum += scores[s];
-    };
-    for (size_t s = 0; s < r.a; ++s) expo(s);
-    for (size_t s = r.b; s < r.c; ++s) expo(s);
+    const double sum = exp_sum_f32(scores, static_cast<int64_t>(r.a), mx) +
+                       exp_sum_f32(scores + r.b, static_cast<int64_t>(r.c - r.b), mx);
     // Probabilities in place, then O_h = Σ p_s·V_s in slot order.
     const float inv = static_cast<float>(1.0 / sum);
     for (size_t s = 0; s < r.a; ++s) scores[s] *= inv;

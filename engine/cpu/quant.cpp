@@ -357,11 +357,11 @@ void portable_axpy_f32_rows(const float* alpha, const float* x, size_t stride, s
   }
 }
 
-// swiglu_exp (quant.h); quant_avx2.cpp's exp8 runs the same operations lane by lane.
-float portable_swiglu_exp(float x) {
+// exp_f32 (quant.h); quant_avx2.cpp's exp8 runs the same operations lane by lane.
+float portable_exp_f32(float x) {
   if (std::isnan(x)) return x;
-  if (x > detail::kSwigluExpMax) return std::numeric_limits<float>::infinity();
-  if (x < detail::kSwigluExpMin) return 0.0f;
+  if (x > detail::kExpF32Max) return std::numeric_limits<float>::infinity();
+  if (x < detail::kExpF32Min) return 0.0f;
   const float n = std::nearbyint(x * detail::kLog2e);
   float r = std::fma(n, -detail::kLn2Hi, x);
   r = std::fma(n, detail::kLn2Lo, r);
@@ -378,8 +378,17 @@ float portable_swiglu_exp(float x) {
 void portable_swiglu_f32(float* gate, const float* up, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float v = gate[i];
-    gate[i] = (v / (1.0f + portable_swiglu_exp(-v))) * up[i];
+    gate[i] = (v / (1.0f + portable_exp_f32(-v))) * up[i];
   }
+}
+
+double portable_exp_sum_f32(float* row, int64_t n, float shift) {
+  double s[8] = {};
+  for (int64_t i = 0; i < n; ++i) {
+    row[i] = portable_exp_f32(row[i] - shift);
+    s[i % 8] += row[i];
+  }
+  return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
 }
 
 const QuantKernels& active_kernels() {
@@ -399,7 +408,7 @@ namespace detail {
 const QuantKernels& portable_kernels() {
   static const QuantKernels k{portable_dequantize_row, portable_quantize_activations, portable_vec_dot,
                               portable_matvec, portable_matvec_packed, portable_dot_f32_rows,
-                              portable_axpy_f32_rows, portable_swiglu_f32};
+                              portable_axpy_f32_rows, portable_swiglu_f32, portable_exp_sum_f32};
   return k;
 }
 
@@ -628,7 +637,9 @@ void axpy_f32_rows(const float* alpha, const float* x, size_t stride, size_t row
 
 void swiglu_f32(float* gate, const float* up, int64_t n) { active_kernels().swiglu_f32(gate, up, n); }
 
-float swiglu_exp(float x) { return portable_swiglu_exp(x); }
+float exp_f32(float x) { return portable_exp_f32(x); }
+
+double exp_sum_f32(float* row, int64_t n, float shift) { return active_kernels().exp_sum_f32(row, n, shift); }
 
 void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
   active_kernels().dequantize_row(type, src, dst, n);

@@ -159,19 +159,24 @@ void dot_f32_rows(const float* q, const float* k, size_t stride, size_t rows, in
 // is the same chain of rounded multiply-adds as `rows` single axpy steps.
 void axpy_f32_rows(const float* alpha, const float* x, size_t stride, size_t rows, int64_t n, float* y);
 
-// ---- SwiGLU of the feed-forward block ----
-// gate[i] = silu(gate[i]) · up[i] for i in [0, n), silu(g) = g / (1 + swiglu_exp(−g)): the
-// division, the sum and the product rounded as written, so every kernel set gives the same bits
-// (the SIMD sets run 8 lanes of swiglu_exp's exact sequence of operations at once; a libm expf
-// call per element was 5-6% of Q4_0 prefill).
+// ---- e^x for SwiGLU and the attention softmax ----
+// e^x in f32 as the kernels below compute it, one fixed sequence of IEEE operations (Cephes'
+// expf): n = round_even(x·log2 e), r = x − n·ln 2 in two fma steps (ln 2 = 0.693359375 −
+// 2.12194440e-4), e^r by a degree-7 polynomial in Horner fma steps, times 2^n. The SIMD sets run
+// 8 lanes of the same operations at once, so every set gives the same bits (a libm expf call per
+// element was 5-6% of Q4_0 prefill in SwiGLU, 4% at 512 tokens in the softmax). Within 1 ulp of
+// e^x (tests/engine/quant_test.cpp: every 97th f32 of [−87.3, 88.3]); 0 below −87.33654 (where
+// e^x leaves the normal range), +inf above 88.37626 (n would be 128; e^x there is within 1.42 × of
+// FLT_MAX), NaN for NaN.
+float exp_f32(float x);
+// gate[i] = silu(gate[i]) · up[i] for i in [0, n), silu(g) = g / (1 + exp_f32(−g)): the division,
+// the sum and the product rounded as written; bit-identical in every kernel set.
 void swiglu_f32(float* gate, const float* up, int64_t n);
-// e^x in f32 as the swiglu kernels compute it, one fixed sequence of IEEE operations (Cephes'
-// expf): n = round_even(x·log2 e), r = x − n·ln 2 in two fma
-// steps (ln 2 = 0.693359375 − 2.12194440e-4), e^r by a degree-7 polynomial in Horner fma steps,
-// times 2^n. Within 1 ulp of e^x (tests/engine/quant_test.cpp: every 97th f32 of [−87.3, 88.3]);
-// 0 below −87.33654 (where e^x leaves the normal range), +inf above 88.37626 (n would be 128;
-// e^x there is within 1.42 × of FLT_MAX), NaN for NaN.
-float swiglu_exp(float x);
+// row[i] = exp_f32(row[i] − shift) for i in [0, n) (the f32 difference rounded first), and returns
+// Σ row[i] in float64: element i into partial sum i mod 8 in order, the sums then combined as
+// ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7)); bit-identical in every kernel set. The
+// softmax of attention: shift = the row's maximum.
+double exp_sum_f32(float* row, int64_t n, float shift);
 
 // ---- Row-interleaved ("packed") Q4_0 / Q8_0 matrices for the decode kernels ----
 // A matrix of n_out rows is stored as ceil(n_out / kPackRows) groups of kPackRows rows (the last
@@ -222,6 +227,7 @@ struct QuantKernels {
   void (*dot_f32_rows)(const float*, const float*, size_t, size_t, int64_t, float*);
   void (*axpy_f32_rows)(const float*, const float*, size_t, size_t, int64_t, float*);
   void (*swiglu_f32)(float*, const float*, int64_t);
+  double (*exp_sum_f32)(float*, int64_t, float);
 };
 // REQUIRES: kernel_isa_available(isa).
 const QuantKernels& quant_kernels(KernelIsa isa);

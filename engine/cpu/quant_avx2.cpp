@@ -584,7 +584,7 @@ void avx2_axpy_f32_rows(const float* alpha, const float* x, size_t stride, size_
 
 // ---- SwiGLU ----
 
-// swiglu_exp (quant.h) on 8 lanes: portable_swiglu_exp's operations, lane by lane (lanes out of
+// exp_f32 (quant.h) on 8 lanes: portable_exp_f32's operations, lane by lane (lanes out of
 // range or NaN compute garbage that the last three blends replace, as the scalar form returns
 // early).
 __m256 exp8(__m256 x) {
@@ -599,9 +599,9 @@ __m256 exp8(__m256 x) {
   p = _mm256_add_ps(p, _mm256_set1_ps(1.0f));
   const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   __m256 e = _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
-  e = _mm256_blendv_ps(e, _mm256_setzero_ps(), _mm256_cmp_ps(x, _mm256_set1_ps(detail::kSwigluExpMin), _CMP_LT_OQ));
+  e = _mm256_blendv_ps(e, _mm256_setzero_ps(), _mm256_cmp_ps(x, _mm256_set1_ps(detail::kExpF32Min), _CMP_LT_OQ));
   e = _mm256_blendv_ps(e, _mm256_set1_ps(std::numeric_limits<float>::infinity()),
-                       _mm256_cmp_ps(x, _mm256_set1_ps(detail::kSwigluExpMax), _CMP_GT_OQ));
+                       _mm256_cmp_ps(x, _mm256_set1_ps(detail::kExpF32Max), _CMP_GT_OQ));
   return _mm256_blendv_ps(e, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
 }
 
@@ -614,6 +614,34 @@ void avx2_swiglu_f32(float* gate, const float* up, int64_t n) {
     _mm256_storeu_ps(gate + i, _mm256_mul_ps(_mm256_div_ps(v, _mm256_add_ps(one, e)), _mm256_loadu_ps(up + i)));
   }
   if (i < n) detail::portable_kernels().swiglu_f32(gate + i, up + i, n - i);
+}
+
+// Partial sums s0..s3 in `lo`, s4..s7 in `hi` (quant.h's order); a last partial vector adds +0 in
+// its missing lanes (which leaves every partial sum as it was).
+double avx2_exp_sum_f32(float* row, int64_t n, float shift) {
+  const __m256 vs = _mm256_set1_ps(shift);
+  __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
+  auto add = [&](__m256 e) {
+    lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+    hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+  };
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(row + i), vs));
+    _mm256_storeu_ps(row + i, e);
+    add(e);
+  }
+  if (i < n) {
+    alignas(32) float tail[8] = {};
+    std::copy(row + i, row + n, tail);
+    _mm256_store_ps(tail, exp8(_mm256_sub_ps(_mm256_load_ps(tail), vs)));
+    std::copy(tail, tail + (n - i), row + i);
+    std::fill(tail + (n - i), tail + 8, 0.0f);
+    add(_mm256_load_ps(tail));
+  }
+  const __m256d a = _mm256_add_pd(lo, hi);  // s0+s4, s1+s5, s2+s6, s3+s7
+  const __m128d b = _mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));  // (s0+s4)+(s2+s6), ...
+  return _mm_cvtsd_f64(b) + _mm_cvtsd_f64(_mm_unpackhi_pd(b, b));
 }
 
 // ---- dispatch ----
@@ -743,7 +771,7 @@ namespace detail {
 
 const QuantKernels& avx2_kernels() {
   static const QuantKernels k{avx2_dequantize_row, avx2_quantize_activations, avx2_vec_dot, avx2_matvec,
-                              avx2_matvec_packed, avx2_dot_f32_rows, avx2_axpy_f32_rows, avx2_swiglu_f32};
+                              avx2_matvec_packed, avx2_dot_f32_rows, avx2_axpy_f32_rows, avx2_swiglu_f32, avx2_exp_sum_f32};
   return k;
 }
 

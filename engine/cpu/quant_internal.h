@@ -64,9 +64,9 @@ void quantize_row_q8_k(const float* x, BlockQ8_K* y, int64_t n);
 // Fills out.block_sums from the Q8_0 blocks in out.bytes (both kernel sets call it).
 void fill_block_sums(ActivationBuffer& out);
 
-// The constants of swiglu_exp (quant.h), shared by its scalar and vector forms: Cephes' expf.
-inline constexpr float kSwigluExpMax = 88.3762626647949f;  // 127.5 · ln 2: above, n would be 128
-inline constexpr float kSwigluExpMin = -87.33654475f;      // ln 2^-126: below, 2^n leaves the normal range
+// The constants of exp_f32 (quant.h), shared by its scalar and vector forms: Cephes' expf.
+inline constexpr float kExpF32Max = 88.3762626647949f;  // 127.5 · ln 2: above, n would be 128
+inline constexpr float kExpF32Min = -87.33654475f;      // ln 2^-126: below, 2^n leaves the normal range
 inline constexpr float kLog2e = 1.44269504088896341f;
 inline constexpr float kLn2Hi = 0.693359375f;
 inline constexpr float kLn2Lo = 2.12194440e-4f;   // ln 2 = kLn2Hi − kLn2Lo

@@ -12,6 +12,7 @@
 #endif
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -902,13 +903,13 @@ int64_t ulps_from(float a, double b) {
   return std::llabs(ordered(a) - ordered(static_cast<float>(b)));
 }
 
-// swiglu_exp against e^x in float64 over its normal range, [−87.33654, 88.3762] (every 97th f32
+// exp_f32 against e^x in float64 over its normal range, [−87.33654, 88.3762] (every 97th f32
 // bit pattern of each sign, and both ends), and at its edges: 0 below, +inf above, NaN for NaN.
-TEST(Quant, SwigluExpIsWithinOneUlpOfExp) {
+TEST(Quant, ExpF32IsWithinOneUlpOfExp) {
   int64_t worst = 0;
   float worst_x = 0;
   auto check = [&](float x) {
-    const int64_t u = ulps_from(swiglu_exp(x), std::exp(static_cast<double>(x)));
+    const int64_t u = ulps_from(exp_f32(x), std::exp(static_cast<double>(x)));
     if (u > worst) worst = u, worst_x = x;
   };
   for (float end : {88.3762f, -87.33654f}) {  // bit patterns rise from ±0 to each end
@@ -924,13 +925,13 @@ TEST(Quant, SwigluExpIsWithinOneUlpOfExp) {
     check(end);
   }
   EXPECT_LE(worst, 1) << "at x = " << worst_x;
-  EXPECT_EQ(swiglu_exp(0.0f), 1.0f);
-  EXPECT_EQ(swiglu_exp(-0.0f), 1.0f);
-  EXPECT_EQ(swiglu_exp(-87.5f), 0.0f);
-  EXPECT_EQ(swiglu_exp(-std::numeric_limits<float>::infinity()), 0.0f);
-  EXPECT_EQ(swiglu_exp(88.5f), std::numeric_limits<float>::infinity());
-  EXPECT_EQ(swiglu_exp(std::numeric_limits<float>::infinity()), std::numeric_limits<float>::infinity());
-  EXPECT_TRUE(std::isnan(swiglu_exp(std::numeric_limits<float>::quiet_NaN())));
+  EXPECT_EQ(exp_f32(0.0f), 1.0f);
+  EXPECT_EQ(exp_f32(-0.0f), 1.0f);
+  EXPECT_EQ(exp_f32(-87.5f), 0.0f);
+  EXPECT_EQ(exp_f32(-std::numeric_limits<float>::infinity()), 0.0f);
+  EXPECT_EQ(exp_f32(88.5f), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(exp_f32(std::numeric_limits<float>::infinity()), std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(exp_f32(std::numeric_limits<float>::quiet_NaN())));
 }
 
 // Every set's swiglu_f32 is the portable one bit for bit (lengths that leave every tail of the
@@ -975,6 +976,36 @@ TEST(Quant, SwigluOfEverySetIsThePortableBitForBit) {
               << "gate " << gate[i] << ": " << got[i] << " vs the portable " << want[i];
         }
       }
+    }
+  }
+}
+
+// Every set's exp_sum_f32 is the portable one bit for bit, values and sum (lengths that leave
+// every tail of the 8-lane loop; scores below a shift, −inf among them as masked slots), and
+// within 1 ulp per value and 2e-7 of the sum of e^(x − shift) in float64.
+TEST(Quant, ExpSumOfEverySetIsThePortableBitForBit) {
+  std::mt19937 rng(23);
+  std::uniform_real_distribution<float> score(-30.0f, 4.0f);
+  for (int64_t n : {0, 1, 5, 8, 13, 64, 301, 4103}) {
+    std::vector<float> row(static_cast<size_t>(n));
+    for (float& v : row) v = score(rng);
+    if (n > 4) row[3] = -std::numeric_limits<float>::infinity();
+    const float shift = n > 0 ? *std::max_element(row.begin(), row.end()) : 0.0f;
+    std::vector<float> want = row;
+    const double want_sum = quant_kernels(KernelIsa::Portable).exp_sum_f32(want.data(), n, shift);
+    double ref_sum = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double ref = std::exp(static_cast<double>(row[i] - shift));
+      ref_sum += ref;
+      EXPECT_LE(ulps_from(want[i], ref), 1) << "score " << row[i];
+    }
+    EXPECT_NEAR(want_sum, ref_sum, 2e-7 * ref_sum) << "n=" << n;
+    for (KernelIsa isa : available_isas()) {
+      SCOPED_TRACE(std::string(kernel_isa_name(isa)) + " n=" + std::to_string(n));
+      std::vector<float> got = row;
+      const double sum = quant_kernels(isa).exp_sum_f32(got.data(), n, shift);
+      EXPECT_EQ(std::memcmp(&sum, &want_sum, sizeof sum), 0) << sum << " vs the portable " << want_sum;
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
     }
   }
 }
