@@ -4,6 +4,7 @@
 
 #include <cblas.h>
 
+#include <dlfcn.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -11,13 +12,15 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "engine/cpu/cpu_features.h"
 #include "engine/sampling.h"
 
 extern "C" {
-// OpenBLAS extension (declared in openblas_config.h on some distributions only).
+// OpenBLAS extensions (declared in openblas_config.h on some distributions only).
 char* openblas_get_config(void);
+int openblas_get_parallel(void);  // 0 sequential, 1 pthreads, 2 OpenMP
 }
 
 namespace kakeya::engine {
@@ -134,6 +137,16 @@ uint8_t* streamed_bytes(size_t bytes) {
   return static_cast<uint8_t*>(p);
 }
 
+void openblas_single_threaded() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    openblas_set_num_threads(1);
+    if (openblas_get_parallel() != 1) return;  // not the pthread build: no workers of its own
+    using Shutdown = int (*)();
+    if (auto shutdown = reinterpret_cast<Shutdown>(dlsym(RTLD_DEFAULT, "blas_thread_shutdown_"))) shutdown();
+  });
+}
+
 // ---- the backend ----
 
 CpuBackend::CpuBackend(int threads, bool pack_weights, MatmulMode batched_matmul)
@@ -141,8 +154,7 @@ CpuBackend::CpuBackend(int threads, bool pack_weights, MatmulMode batched_matmul
       batched_matmul_(batched_matmul),
       pool_(threads),
       allocated_(std::make_shared<std::atomic<size_t>>(0)) {
-  // OpenBLAS single-threaded: the pool splits every sgemm of the sgemm option (see the header).
-  openblas_set_num_threads(1);
+  openblas_single_threaded();
   const CpuFeatures& f = cpu_features();
   info_.name = "cpu";
   info_.device = f.brand.empty() ? "unknown CPU" : f.brand;

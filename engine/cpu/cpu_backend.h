@@ -9,7 +9,8 @@
 //                   spins between jobs (thread_pool.h); OpenBLAS, when the sgemm option uses it,
 //                   runs single-threaded, process-wide, and the pool splits every sgemm: OpenBLAS's
 //                   own threads busy-wait after each call (~0.1 s), which on a host shared with a
-//                   busy process stole the CPU from the decode that follows a prefill.
+//                   busy process stole the CPU from the decode that follows a prefill; its pthread
+//                   build's workers are joined (openblas_single_threaded below).
 //   weight_layout   "packed": matmul weights (not token_embd's row lookups) copied at upload,
 //                   Q4_0/Q8_0 into the row-interleaved layout of the packed kernels (quant.h,
 //                   kPackRows), the other types as stored; the copies are 2 MiB-aligned and
@@ -75,6 +76,16 @@ const char* matmul_mode_name(MatmulMode mode);  // "auto", "sgemm", "quantized"
 // 2 MiB stay small, so no memory is added. Below 2 MiB: 64-byte aligned. nullptr when it cannot be
 // allocated; release with std::free.
 uint8_t* streamed_bytes(size_t bytes);
+
+// OpenBLAS single-threaded for the rest of the process (the pool splits every sgemm), and the
+// workers of its pthread build joined: that build starts them when the library loads, and they
+// spin (sched_yield) for 2^28 TSC cycles before they sleep, about a tenth of a CPU-second taken
+// from the model load on a 2-core host. Runs once per process (every CpuBackend calls it; calling
+// it again does nothing). blas_thread_shutdown_ is OpenBLAS's, exported by its pthread build and
+// looked up at run time (dlsym), so an OpenMP or serial build behind Debian's alternatives still
+// loads; only the pthread build is shut down. Afterwards nothing may call
+// openblas_set_num_threads: in OpenBLAS 0.3.x it starts the workers again.
+void openblas_single_threaded();
 
 // weight_layout "auto" resolved on this machine: "packed" or "row-major".
 std::string resolve_weight_layout(const std::string& layout);

@@ -4,6 +4,8 @@
 // whose contexts are alive).
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <map>
 #include <memory>
 #include <span>
@@ -16,6 +18,14 @@
 #include "engine/llama.h"
 
 namespace kakeya::engine::test {
+
+// CPU time of this process so far, user + system, every thread, in seconds (getrusage).
+inline double process_cpu_seconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
 
 // The CPU backend with `threads`, batched_matmul `mode` ("auto", "sgemm", "quantized") and
 // weight_layout `layout` ("auto", "packed", "row-major").

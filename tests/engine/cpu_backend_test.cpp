@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <thread>
 
 #include "engine/llama.h"
@@ -33,6 +34,20 @@ TEST(OpenBackend, UnknownAndUnavailableBackendsAreErrorsNeverAFallback) {
   EXPECT_EQ(gpu.error().code, "bad_param");
   EXPECT_NE(gpu.error().message.find("\"gpu\""), std::string::npos);
   EXPECT_EQ(known_backends().front(), "cpu");
+}
+
+// A process that opened a CPU backend and sits idle uses no CPU. OpenBLAS's pthread build starts
+// its workers when the library loads and they spin for 2^28 TSC cycles (~0.1 s on these hosts)
+// before they sleep; ctest runs this test in a process of its own, so without the backend's
+// openblas_single_threaded() that spin falls in the window (0.104-0.106 s here: it failed an
+// idle-pool test in CI). Nothing else runs: the backend's pool blocks.
+TEST(OpenBackend, CpuBackendLeavesTheProcessIdle) {
+  auto backend = open_backend("cpu", BackendOptions{2});
+  ASSERT_TRUE(backend.ok()) << backend.error().str();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const double before = test::process_cpu_seconds();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_LT(test::process_cpu_seconds() - before, 0.03);
 }
 
 TEST(OpenBackend, CpuOptionsAreCheckedAndReported) {
