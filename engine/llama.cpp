@@ -196,38 +196,64 @@ Status LlamaContext::forward(const int32_t* tokens, size_t n, size_t n_layers, c
   const RopeArgs rope_q{hp.n_head, hp.head_dim, hp.rope, freq_factors};
   const RopeArgs rope_k{hp.n_head_kv, hp.head_dim, hp.rope, freq_factors};
 
+  // Rows whose hidden state reaches the output head: every row (all_rows), the last one, or none
+  // (a prefill chunk before the last). The last layer computes K and V for every row (the cache
+  // needs them) but its queries, attention, output projection and FFN only for these rows: nothing
+  // else reads the others. llama.cpp skips the last layer's FFN for unused rows (`inp_out_ids`,
+  // after its attention and wo); here the rows after K and V are skipped too.
+  const bool wants_output = out.logits != nullptr || out.ids != nullptr || out.accept != nullptr;
+  const int64_t out_first = !wants_output ? rows : (out.all_rows ? 0 : rows - 1);
+  const std::span<const int32_t> positions(s.positions);
+
   B.embed(W.token_embd, std::span<const int32_t>(tokens, n), x);
   for (size_t il = 0; il < n_layers; ++il) {
     const ModelWeights::Layer& L = W.layers[il];
+    // Rows [r0, rows) go on past the K and V projections: all of them but in the last layer.
+    const int64_t r0 = il + 1 == n_layers ? out_first : 0;
+    const int64_t m = rows - r0;
     B.rms_norm(x, L.attn_norm, hp.rms_eps, xn);
-    const MatmulOut qkv[] = {{&L.wq, q}, {&L.wk, k}, {&L.wv, v}};
-    B.matmul(qkv, xn);
-    add_bias(B, q, L.bq);
+    const Tensor q_r = q.row_range(r0, m);
+    if (r0 == 0) {
+      const MatmulOut qkv[] = {{&L.wq, q}, {&L.wk, k}, {&L.wv, v}};
+      B.matmul(qkv, xn);
+    } else {
+      const MatmulOut kv[] = {{&L.wk, k}, {&L.wv, v}};
+      B.matmul(kv, xn);
+      if (m > 0) {
+        const MatmulOut q_out[] = {{&L.wq, q_r}};
+        B.matmul(q_out, xn.row_range(r0, m));
+      }
+    }
+    const std::span<const int32_t> positions_r = positions.subspan(static_cast<size_t>(r0));
+    if (m > 0) add_bias(B, q_r, L.bq);
     add_bias(B, k, L.bk);
     add_bias(B, v, L.bv);
-    B.rope(q, rope_q, s.positions);
-    B.rope(k, rope_k, s.positions);
-    if (Status st = kv_->layer(il).append(k, v, s.positions); !st.ok()) {
+    if (m > 0) B.rope(q_r, rope_q, positions_r);
+    B.rope(k, rope_k, positions);
+    if (Status st = kv_->layer(il).append(k, v, positions); !st.ok()) {
       for (size_t j = 0; j < il; ++j) kv_->layer(j).truncate(pos0);  // nothing appended on error
       return st;
     }
+    if (m == 0) continue;
+    const Tensor x_r = x.row_range(r0, m), xn_r = xn.row_range(r0, m), tmp_r = tmp.row_range(r0, m);
+    const Tensor att_r = att.row_range(r0, m), gate_r = gate.row_range(r0, m), up_r = up.row_range(r0, m);
     kv_->layer(il).head_views(s.kv_views);
-    B.attention(q, AttentionArgs{hp.n_head, hp.n_head_kv, hp.head_dim, s.kv_views, s.positions}, att);
-    const MatmulOut o[] = {{&L.wo, tmp}};
-    B.matmul(o, att);
-    add_bias(B, tmp, L.bo);
-    B.add(x, tmp);
+    B.attention(q_r, AttentionArgs{hp.n_head, hp.n_head_kv, hp.head_dim, s.kv_views, positions_r}, att_r);
+    const MatmulOut o[] = {{&L.wo, tmp_r}};
+    B.matmul(o, att_r);
+    add_bias(B, tmp_r, L.bo);
+    B.add(x_r, tmp_r);
 
-    B.rms_norm(x, L.ffn_norm, hp.rms_eps, xn);
-    const MatmulOut ffn[] = {{&L.w_gate, gate}, {&L.w_up, up}};
-    B.matmul(ffn, xn);
-    add_bias(B, gate, L.b_gate);
-    add_bias(B, up, L.b_up);
-    B.swiglu(gate, up);
-    const MatmulOut down[] = {{&L.w_down, tmp}};
-    B.matmul(down, gate);
-    add_bias(B, tmp, L.b_down);
-    B.add(x, tmp);
+    B.rms_norm(x_r, L.ffn_norm, hp.rms_eps, xn_r);
+    const MatmulOut ffn[] = {{&L.w_gate, gate_r}, {&L.w_up, up_r}};
+    B.matmul(ffn, xn_r);
+    add_bias(B, gate_r, L.b_gate);
+    add_bias(B, up_r, L.b_up);
+    B.swiglu(gate_r, up_r);
+    const MatmulOut down[] = {{&L.w_down, tmp_r}};
+    B.matmul(down, gate_r);
+    add_bias(B, tmp_r, L.b_down);
+    B.add(x_r, tmp_r);
   }
   // Every layer received the n tokens; the capacity was checked by eval().
   if (partial) {
@@ -236,8 +262,8 @@ Status LlamaContext::forward(const int32_t* tokens, size_t n, size_t n_layers, c
     (void)kv_->commit(n);
   }
 
-  if (out.logits != nullptr || out.ids != nullptr || out.accept != nullptr) {
-    const int64_t first = out.all_rows ? 0 : rows - 1;
+  if (wants_output) {
+    const int64_t first = out_first;
     const int64_t n_out = rows - first;
     const Tensor head_in = s.xn.row_range(0, n_out);
     const Tensor logits = s.logits.row_range(0, n_out);

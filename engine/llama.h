@@ -56,6 +56,10 @@ class LlamaContext {
   // Appends `tokens` at positions n_past() .. n_past()+n-1 and runs the forward pass in chunks
   // of n_batch. Returns the logits predicting the token after the last one ([n_vocab]), or, when
   // all_logits, those after every token ([n_tokens][n_vocab], row i after tokens[0..i]).
+  // Without all_logits the last layer runs its queries, attention, output projection and FFN for
+  // the last token only (K and V for every token, into the cache), and a chunk before the last
+  // runs them for none: as llama.cpp skips the last layer's FFN for rows it does not output
+  // (inp_out_ids), one step further. That row's last-layer matmuls then take the one-token path.
   // Errors (nothing is appended on error): "empty_input"; "bad_token" (id outside [0, n_vocab),
   // message gives the index and id); "context_overflow" (n_past()+n > n_ctx); the backend's
   // "out_of_memory".

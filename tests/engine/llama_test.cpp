@@ -217,6 +217,36 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, SynthReference,
                                            SynthCase{"iq4_xs", 1e-5f, 5e-2f, true}),
                          [](const ::testing::TestParamInfo<SynthCase>& p) { return std::string(p.param.type); });
 
+// eval(prompt) without all_logits: the last layer computes queries, attention, wo and the FFN
+// for the prompt's last row only, and a chunk before the last for none (llama.cpp skips the FFN of
+// unused rows, inp_out_ids), while K and V go to the cache for every row. The logits are those of
+// the token-by-token pass, and so is the next token's (it attends to the last layer's K and V of
+// every prompt row: a chunk that skipped them would fail here).
+TEST(Llama, LastRowPrefillMatchesTokenByTokenAndKeepsEveryRowsKv) {
+  const auto& model = load_cached((testing::models_dir() / "stories260K-f32.gguf").string());
+  std::vector<int32_t> prompt = {1};
+  for (int i = 0; i < 40; ++i) prompt.push_back(260 + (i * 37) % 250);
+  const int32_t next[1] = {300};
+  auto one = test::context(model, test::cpu(1), 512);
+  const auto seq = logits_token_by_token(*one, prompt);
+  const size_t n_vocab = static_cast<size_t>(model.hparams().n_vocab);
+  const std::span<const float> want_last = std::span(seq).subspan(seq.size() - n_vocab);
+  auto want_next = one->eval(next);
+  ASSERT_TRUE(want_next.ok());
+  for (const char* mode : {"sgemm", "auto", "quantized"}) {
+    for (size_t n_batch : {size_t{512}, size_t{7}}) {
+      auto ctx = test::context(model, test::cpu(2, mode), 512, n_batch);
+      auto last = ctx->eval(prompt);
+      ASSERT_TRUE(last.ok());
+      EXPECT_LT(max_abs_diff(last.value(), want_last), 1e-4f) << mode << ", n_batch " << n_batch;
+      EXPECT_EQ(ctx->n_past(), prompt.size());
+      auto got_next = ctx->eval(next);
+      ASSERT_TRUE(got_next.ok());
+      EXPECT_LT(max_abs_diff(got_next.value(), want_next.value()), 1e-4f) << mode << ", n_batch " << n_batch;
+    }
+  }
+}
+
 TEST(Llama, BatchedPrefillEqualsTokenByTokenAndChunking) {
   const auto& model = load_cached((testing::models_dir() / "stories260K-f32.gguf").string());
   std::vector<int32_t> prompt = {1};
