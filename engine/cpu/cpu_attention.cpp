@@ -217,9 +217,7 @@ void CpuBackend::attention_batched(const float* q, const AttentionArgs& args, fl
     for (size_t t = t0; t < t1; ++t) {
       float* row = scores.data() + (t - t0) * S;
       const KvVisibleRanges r = kv_visible_ranges(slots, args.positions[t]);
-      float mx = -INFINITY;
-      for (size_t s = 0; s < r.a; ++s) mx = std::max(mx, row[s]);
-      for (size_t s = r.b; s < r.c; ++s) mx = std::max(mx, row[s]);
+      const float mx = max_f32(row + r.b, r.c - r.b, max_f32(row, r.a, -INFINITY));
       const double sum = exp_sum_f32(row, static_cast<int64_t>(r.a), mx) +
                          exp_sum_f32(row + r.b, static_cast<int64_t>(r.c - r.b), mx);
       const float inv = static_cast<float>(1.0 / sum);
@@ -255,13 +253,9 @@ void CpuBackend::attention_per_token(const float* q, const AttentionArgs& args, 
     const size_t stride = slots.row_stride;
     dot_f32_rows(qh, slots.k, stride, r.a, hd, scores);
     dot_f32_rows(qh, slots.k + r.b * stride, stride, r.c - r.b, hd, scores + r.b);
-    float mx = -INFINITY;
-    auto scaled = [&](size_t s) {
-      scores[s] *= scale;
-      mx = std::max(mx, scores[s]);
-    };
-    for (size_t s = 0; s < r.a; ++s) scaled(s);
-    for (size_t s = r.b; s < r.c; ++s) scaled(s);
+    for (size_t s = 0; s < r.a; ++s) scores[s] *= scale;
+    for (size_t s = r.b; s < r.c; ++s) scores[s] *= scale;
+    const float mx = max_f32(scores + r.b, r.c - r.b, max_f32(scores, r.a, -INFINITY));
     const double sum = exp_sum_f32(scores, static_cast<int64_t>(r.a), mx) +
                        exp_sum_f32(scores + r.b, static_cast<int64_t>(r.c - r.b), mx);
     // Probabilities in place, then O_h = Σ p_s·V_s in slot order.

@@ -641,6 +641,17 @@ float exp_f32(float x) { return portable_exp_f32(x); }
 
 double exp_sum_f32(float* row, int64_t n, float shift) { return active_kernels().exp_sum_f32(row, n, shift); }
 
+float max_f32(const float* x, size_t n, float init) {
+  float lane[8];
+  for (float& l : lane) l = init;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (size_t j = 0; j < 8; ++j) lane[j] = lane[j] < x[i + j] ? x[i + j] : lane[j];
+  for (; i < n; ++i) lane[0] = lane[0] < x[i] ? x[i] : lane[0];
+  for (size_t j = 1; j < 8; ++j) lane[0] = lane[0] < lane[j] ? lane[j] : lane[0];
+  return lane[0];
+}
+
 void dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
   active_kernels().dequantize_row(type, src, dst, n);
 }

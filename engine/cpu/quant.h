@@ -177,6 +177,10 @@ void swiglu_f32(float* gate, const float* up, int64_t n);
 // ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7)); bit-identical in every kernel set. The
 // softmax of attention: shift = the row's maximum.
 double exp_sum_f32(float* row, int64_t n, float shift);
+// max(init, x[0], ..., x[n−1]) (the softmax's shift), in 8 independent lanes the compiler
+// vectorizes: a max is exact, so the value is the one-by-one chain's (which waited on each
+// compare). NaN elements are skipped as std::max(m, NaN) skips them; attention scores have none.
+float max_f32(const float* x, size_t n, float init);
 
 // ---- Row-interleaved ("packed") Q4_0 / Q8_0 matrices for the decode kernels ----
 // A matrix of n_out rows is stored as ceil(n_out / kPackRows) groups of kPackRows rows (the last

@@ -1012,5 +1012,26 @@ TEST(Quant, ExpSumOfEverySetIsThePortableBitForBit) {
   }
 }
 
+// max_f32 is the maximum wherever it lies: in any of the 8 lanes, in the tail past the last whole
+// 8, or nowhere (then init); equal elements, -inf and a larger init included.
+TEST(Quant, MaxF32FindsTheMaximumInEveryLaneAndTheTail) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-50.0f, 50.0f);
+  for (size_t n = 0; n <= 41; ++n) {
+    std::vector<float> x(n);
+    for (float& v : x) v = dist(rng);
+    EXPECT_EQ(max_f32(x.data(), n, -INFINITY), n == 0 ? -INFINITY : *std::max_element(x.begin(), x.end())) << n;
+    EXPECT_EQ(max_f32(x.data(), n, 1000.0f), 1000.0f) << n;
+    for (size_t at = 0; at < n; ++at) {
+      std::vector<float> y = x;
+      y[at] = 60.0f + static_cast<float>(at);
+      EXPECT_EQ(max_f32(y.data(), n, -INFINITY), y[at]) << "n " << n << ", maximum at " << at;
+      std::fill(y.begin(), y.end(), -INFINITY);
+      y[at] = -3.0f;
+      EXPECT_EQ(max_f32(y.data(), n, -INFINITY), -3.0f) << "n " << n << ", the only finite value at " << at;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kakeya::engine
