@@ -21,6 +21,17 @@ constexpr size_t kAttentionQueryBlock = 64;
 
 AffineRowCodec codec_of(const KvRowFormat& f) { return AffineRowCodec(f.values, f.group, f.bits); }
 
+// Softmax in place over a row's visible slots [0, a) and [b, c) (the others are left as they are):
+// shift by their maximum, e^x and the float64 sum of exp_sum_f32, then times 1/sum in f32.
+void softmax_visible(float* row, const KvVisibleRanges& r) {
+  const float mx = max_f32(row + r.b, r.c - r.b, max_f32(row, r.a, -INFINITY));
+  const double sum = exp_sum_f32(row, static_cast<int64_t>(r.a), mx) +
+                     exp_sum_f32(row + r.b, static_cast<int64_t>(r.c - r.b), mx);
+  const float inv = static_cast<float>(1.0 / sum);
+  for (size_t s = 0; s < r.a; ++s) row[s] *= inv;
+  for (size_t s = r.b; s < r.c; ++s) row[s] *= inv;
+}
+
 }  // namespace
 
 // ---- storage ----
@@ -217,13 +228,8 @@ void CpuBackend::attention_batched(const float* q, const AttentionArgs& args, fl
     for (size_t t = t0; t < t1; ++t) {
       float* row = scores.data() + (t - t0) * S;
       const KvVisibleRanges r = kv_visible_ranges(slots, args.positions[t]);
-      const float mx = max_f32(row + r.b, r.c - r.b, max_f32(row, r.a, -INFINITY));
-      const double sum = exp_sum_f32(row, static_cast<int64_t>(r.a), mx) +
-                         exp_sum_f32(row + r.b, static_cast<int64_t>(r.c - r.b), mx);
-      const float inv = static_cast<float>(1.0 / sum);
-      for (size_t s = 0; s < r.a; ++s) row[s] *= inv;
+      softmax_visible(row, r);
       std::fill(row + r.a, row + r.b, 0.0f);
-      for (size_t s = r.b; s < r.c; ++s) row[s] *= inv;
       std::fill(row + r.c, row + S, 0.0f);
     }
     product(t1 - t0, hd, S, 1.0f, scores.data(), S, slots.v, slots.row_stride, false, out + t0 * q_stride + h * hd,
@@ -255,13 +261,8 @@ void CpuBackend::attention_per_token(const float* q, const AttentionArgs& args, 
     dot_f32_rows(qh, slots.k + r.b * stride, stride, r.c - r.b, hd, scores + r.b);
     for (size_t s = 0; s < r.a; ++s) scores[s] *= scale;
     for (size_t s = r.b; s < r.c; ++s) scores[s] *= scale;
-    const float mx = max_f32(scores + r.b, r.c - r.b, max_f32(scores, r.a, -INFINITY));
-    const double sum = exp_sum_f32(scores, static_cast<int64_t>(r.a), mx) +
-                       exp_sum_f32(scores + r.b, static_cast<int64_t>(r.c - r.b), mx);
     // Probabilities in place, then O_h = Σ p_s·V_s in slot order.
-    const float inv = static_cast<float>(1.0 / sum);
-    for (size_t s = 0; s < r.a; ++s) scores[s] *= inv;
-    for (size_t s = r.b; s < r.c; ++s) scores[s] *= inv;
+    softmax_visible(scores, r);
     float* o = out + t * q_stride + h * static_cast<size_t>(hd);
     std::fill(o, o + hd, 0.0f);
     axpy_f32_rows(scores, slots.v, stride, r.a, hd, o);

@@ -52,9 +52,9 @@ void rms_norm_row(const float* __restrict x, const float* __restrict w, int64_t 
     s0 += sq(k), s1 += sq(k + 1), s2 += sq(k + 2), s3 += sq(k + 3);
     s4 += sq(k + 4), s5 += sq(k + 5), s6 += sq(k + 6), s7 += sq(k + 7);
   }
-  double* tail[8] = {&s0, &s1, &s2, &s3, &s4, &s5, &s6, &s7};
-  for (; k < n; ++k) *tail[k % 8] += sq(k);
-  const double sum = ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7));
+  double p[8] = {s0, s1, s2, s3, s4, s5, s6, s7};  // locals above: an array stayed in memory
+  for (; k < n; ++k) p[k % 8] += sq(k);
+  const double sum = ((p[0] + p[4]) + (p[2] + p[6])) + ((p[1] + p[5]) + (p[3] + p[7]));
   const float mean = static_cast<float>(sum / static_cast<double>(n));
   const float scale = 1.0f / std::sqrt(mean + eps);
   int64_t i = 0;
