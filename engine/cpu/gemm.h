@@ -4,10 +4,13 @@
 // Register-blocked outer-product micro-kernels in the manner of BLIS/GotoBLAS: a panel of weight
 // rows is converted tile by tile on the fly into the micro-kernel's layout (f32 or int8 lanes
 // across rows), reused from L1 for every token of the block, and each micro-kernel keeps a tile of
-// outputs (rows × tokens) in registers. Kernel sets are chosen at run time like the decode kernels
-// (quant.h KernelIsa): AVX-512 (F/BW/VL/VNNI), AVX2 (FMA, maddubs), portable. BF16 weights are
-// widened to f32 and multiplied by FMA, except in the AVX-512 set on CPUs where vdpbf16ps outruns
-// FMA (AMD Zen 4 and later; slower on the Intel Xeon measured: gemm_avx512.cpp).
+// outputs (rows × tokens) in registers. F32/F16/BF16 weights with blocks of 2 vectors of tokens
+// and more run the other way round (lanes across tokens, the activations transposed instead of
+// the weights), with the same arithmetic in the same order: gemm_x86.h. Kernel sets are chosen at
+// run time like the decode kernels (quant.h KernelIsa): AVX-512 (F/BW/VL/VNNI), AVX2 (FMA,
+// maddubs), portable. BF16 weights are widened to f32 and multiplied by FMA, except in the AVX-512
+// set on CPUs where vdpbf16ps outruns FMA (AMD Zen 4 and later; slower on the Intel Xeon
+// measured: gemm_avx512.cpp).
 //
 // Arithmetic (docs/tensor-types.md, "Batched matmul"):
 //   * Q4_0, Q8_0 (packed layout), Q4_K, Q6_K: int8 GEMM over the activations of the decode path

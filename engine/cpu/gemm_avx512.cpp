@@ -92,9 +92,93 @@ void bf16_micro_n(int mr, int64_t np, const uint32_t* a, size_t lda, const uint3
   }
 }
 
+// ct[r·ldc + v·16 + lane] (+)= Σ_p vdpbf16ps(panel pair [r][p], tile pair [p][v·16 + lane]) for
+// Vec512::kFloatTokens rows and TV vectors of 16 tokens (tokens in the lanes, see below).
+template <int TV>
+KAKEYA_BF16_TARGET void bf16_micro_tokens(int64_t np, const uint32_t* tile, const uint32_t* panel, float* ct,
+                                          size_t ldc, bool first) {
+  constexpr int NR = Vec512::kFloatTokens;
+  __m512 acc[NR][TV];
+  KAKEYA_UNROLL_TOKENS
+  for (int r = 0; r < NR; ++r)
+    for (int v = 0; v < TV; ++v)
+      acc[r][v] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(ct + static_cast<size_t>(r) * ldc + v * 16);
+  for (int64_t p = 0; p < np; ++p) {
+    __m512bh x[TV];
+    for (int v = 0; v < TV; ++v) x[v] = (__m512bh)_mm512_loadu_si512(tile + p * 32 + v * 16);
+    KAKEYA_UNROLL_TOKENS
+    for (int r = 0; r < NR; ++r) {
+      const __m512bh wr = (__m512bh)_mm512_set1_epi32(static_cast<int>(panel[r * kPairsKc + p]));
+      for (int v = 0; v < TV; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], wr, x[v]);
+    }
+  }
+  KAKEYA_UNROLL_TOKENS
+  for (int r = 0; r < NR; ++r)
+    for (int v = 0; v < TV; ++v) _mm512_storeu_ps(ct + static_cast<size_t>(r) * ldc + v * 16, acc[r][v]);
+}
+
+// BF16 weights by vdpbf16ps for blocks of tokens_in_lanes() tokens, with the tokens in the lanes
+// (gemm_x86.h, float_weights_gemm_tokens): token tiles of activation pairs ([tile][p][32]), panels
+// of kFloatTokens weight rows × kPairsKc pairs copied as they lie (no transpose), the outputs
+// accumulated transposed. Each output takes the same vdpbf16ps steps in the same order as
+// bf16_dp_gemm's (the instruction's two products are exact and the operands only swap sources),
+// so every bit is the same.
+void bf16_dp_gemm_tokens(const GemmWeights& w, int64_t r0, int64_t r1, const ActivationBuffer* acts, int64_t m,
+                         float* y, size_t ldy, GemmScratch& s) {
+  constexpr int L = 16, NR = Vec512::kFloatTokens;
+  const int64_t k = w.n, n = r1 - r0, n_pairs = (k + 1) / 2;
+  const int64_t mp = (m + L - 1) / L * L, n_tiles = (m + 2 * L - 1) / (2 * L), nrp = (n + NR - 1) / NR * NR;
+  const auto* rows = reinterpret_cast<const uint16_t*>(w.rows) + static_cast<size_t>(r0) * static_cast<size_t>(k);
+  uint32_t* panel = s.get<uint32_t>(0, static_cast<size_t>(NR * kPairsKc));
+  float* tiles = s.get<float>(1, static_cast<size_t>(n_tiles * kKc * 2 * L));
+  float* ct = s.get<float>(2, static_cast<size_t>(nrp * mp));
+  float* tmp = s.get<float>(3, static_cast<size_t>(L * kKc));
+  const size_t ldc = static_cast<size_t>(mp);
+  for (int64_t p0 = 0; p0 < n_pairs; p0 += kPairsKc) {
+    const int64_t np = std::min(kPairsKc, n_pairs - p0);
+    const size_t elems = static_cast<size_t>(std::min<int64_t>(2 * np, k - 2 * p0));
+    // np pairs from a row of bf16 values, the missing second element of a last pair 0.
+    auto copy_pairs = [&](const void* src, void* dst) {
+      std::memset(static_cast<uint8_t*>(dst) + (np - 1) * 4, 0, 4);
+      std::memcpy(dst, src, elems * 2);
+    };
+    token_tiles<Vec512>(
+        m, np, [&](int64_t t, float* dst) { copy_pairs(acts[t].bytes.data() + static_cast<size_t>(4 * p0), dst); },
+        tiles, tmp);
+    for (int64_t j0 = 0; j0 < n; j0 += NR) {
+      const int64_t nj = std::min<int64_t>(NR, n - j0);
+      for (int64_t r = 0; r < NR; ++r) {
+        uint32_t* dst = panel + r * kPairsKc;
+        if (r < nj) {
+          copy_pairs(rows + static_cast<size_t>(j0 + r) * static_cast<size_t>(k) + static_cast<size_t>(2 * p0), dst);
+        } else {
+          std::fill_n(dst, np, 0u);
+        }
+      }
+      NextPanel next(j0, NR, n, p0, kPairsKc, n_pairs, m, 2 * L);
+      const size_t next_bytes = next.rows > 0 ? static_cast<size_t>(std::min(kPairsKc, n_pairs - next.k0)) * 4 : 0;
+      for (int64_t i = 0; i < n_tiles; ++i) {
+        const auto* tile = reinterpret_cast<const uint32_t*>(tiles + i * kKc * 2 * L);
+        float* c = ct + static_cast<size_t>(j0) * ldc + static_cast<size_t>(i * 2 * L);
+        if (mp - i * 2 * L >= 2 * L) {
+          bf16_micro_tokens<2>(np, tile, panel, c, ldc, p0 == 0);
+        } else {
+          bf16_micro_tokens<1>(np, tile, panel, c, ldc, p0 == 0);
+        }
+        next.after_tile([&](int64_t j) {
+          prefetch_l2(rows + static_cast<size_t>(j) * static_cast<size_t>(k) + static_cast<size_t>(2 * next.k0),
+                      next_bytes);
+        });
+      }
+    }
+  }
+  store_transposed<Vec512>(ct, ldc, n, m, y, ldy);
+}
+
 // BF16 weights against the BF16 activations of the decode path.
 void bf16_dp_gemm(const GemmWeights& w, int64_t r0, int64_t r1, const ActivationBuffer* acts, int64_t n_tokens,
                   float* y, size_t ldy, GemmScratch& s) {
+  if (tokens_in_lanes<Vec512>(n_tokens)) return bf16_dp_gemm_tokens(w, r0, r1, acts, n_tokens, y, ldy, s);
   constexpr int MR = Vec512::kFloatTokens;
   const int64_t k = w.n, n = r1 - r0;
   const auto* rows = reinterpret_cast<const uint16_t*>(w.rows) + static_cast<size_t>(r0) * static_cast<size_t>(k);

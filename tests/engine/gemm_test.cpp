@@ -216,6 +216,52 @@ TEST(Gemm, Avx512Bf16ByDotAndByFmaAgreeWithPortable) {
   }
 }
 
+// The float weights' GEMM runs blocks of 2L tokens and more with the tokens in the vector lanes
+// (gemm_x86.h, float_weights_gemm_tokens; the BF16 vdpbf16ps kernel likewise) and smaller blocks
+// with the rows in the lanes. Both sum each output as one chain over k in the same order, so a
+// block gives every output bit for bit what the same tokens give a few at a time: odd token
+// counts (a last half tile), row ranges that are not whole panels, several k blocks, and no
+// stray writes past the range.
+TEST(Gemm, FloatWeightsGiveTheSameBitsForAnyBlockOfTokens) {
+  std::mt19937 rng(23);
+  for (KernelIsa isa : simd_sets()) {
+    std::vector<const GemmKernels*> sets = {&gemm_kernels(isa)};
+    if (isa == KernelIsa::Avx512) {
+      sets = {&gemm_avx512_bf16_as(false)};
+      if (cpu_features().avx512bf16) sets.push_back(&gemm_avx512_bf16_as(true));
+    }
+    for (const GemmKernels* set : sets) {
+      for (auto [type, n] : {std::pair<GgmlType, int64_t>{GgmlType::F32, 300}, {GgmlType::F16, 520},
+                             {GgmlType::F16, 2048}, {GgmlType::BF16, 35}, {GgmlType::BF16, 601}}) {
+        const int64_t n_out = 53;
+        const auto bytes = random_rows(type, n, n_out, rng);
+        const GemmWeights w{type, n, bytes.data(), nullptr};
+        for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, n_out}, {5, 46}}) {
+          // (AVX-512: 16, 70 rows in the lanes; 48 a half tile, 56 a partial last tile, 128 whole
+          // tiles; AVX2 takes tokens in the lanes for all but 70.)
+          for (int64_t tokens : {16, 48, 56, 70, 128}) {
+            SCOPED_TRACE(std::string(kernel_isa_name(isa)) + " bf16 " + set->bf16_path + " " + ggml_type_name(type) +
+                         " n=" + std::to_string(n) + " rows [" + std::to_string(r0) + "," + std::to_string(r1) +
+                         ") tokens " + std::to_string(tokens));
+            const auto acts = activations(quant_kernels(isa), type, n, tokens, rng);
+            const size_t ldy = static_cast<size_t>(r1 - r0) + 3;
+            const auto block = run_gemm(*set, w, r0, r1, acts, false, ldy);
+            std::vector<float> few(acts.size() * ldy, -7.0f);
+            GemmScratch scratch;
+            for (int64_t t0 = 0; t0 < tokens; t0 += 7) {
+              const int64_t nt = std::min<int64_t>(7, tokens - t0);
+              set->gemm(w, r0, r1, acts.data() + t0, nt, few.data() + static_cast<size_t>(t0) * ldy, ldy, false,
+                        scratch);
+            }
+            EXPECT_EQ(count_different_bits(block, few), 0u);
+            EXPECT_GT(rel_diff(block, std::vector<float>(block.size(), 0.0f)), 1e-3) << "the products are not all zero";
+          }
+        }
+      }
+    }
+  }
+}
+
 // The dedicated kernels are the ones listed; other types go through the decode kernels.
 TEST(Gemm, KernelListAndDecodeAgreement) {
   for (KernelIsa isa : simd_sets()) {
