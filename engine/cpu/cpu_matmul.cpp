@@ -16,6 +16,8 @@ constexpr size_t kMinRangeBytes = size_t{32} << 10;
 // A batch is split into GEMM tasks of at most this many tokens (the activations of a task stay
 // in L2 while each converted weight tile is reused for all of them) ...
 constexpr size_t kGemmTokenBlock = 256;
+// ... in whole multiples of this many tokens but for the last block (two AVX-512 vectors).
+constexpr size_t kGemmTokenUnit = 32;
 // ... and of at least this many weight rows (whole micro-kernel panels), about kGemmTasksPerThread
 // tasks per thread so a descheduled worker holds back little work.
 constexpr size_t kGemmRowUnit = 32;
@@ -100,8 +102,12 @@ void CpuBackend::matmul_kernels(std::span<const MatmulOut> outs, const Tensor& x
   // A batch: tasks of (a block of tokens) × (a range of rows), each one gemm call per output it
   // touches. Rows are split first (every task then reuses its weight tiles for the most tokens);
   // blocks of tokens only bound a task's activations.
-  const size_t blocks = (n + kGemmTokenBlock - 1) / kGemmTokenBlock;
-  const size_t block = (n + blocks - 1) / blocks;
+  // Blocks are whole multiples of kGemmTokenUnit but for the last, so that each takes the float
+  // weights' tokens-in-lanes kernels (gemm_x86.h) where the batch is long enough.
+  const size_t at_most = (n + kGemmTokenBlock - 1) / kGemmTokenBlock;
+  const size_t even = (n + at_most - 1) / at_most;
+  const size_t block = std::min(n, (even + kGemmTokenUnit - 1) / kGemmTokenUnit * kGemmTokenUnit);
+  const size_t blocks = (n + block - 1) / block;
   const size_t target = static_cast<size_t>(pool_.n_threads()) * kGemmTasksPerThread;
   const size_t ranges = std::clamp<size_t>((target + blocks - 1) / blocks, 1, total);
   const size_t range_units = (total + ranges - 1) / ranges;

@@ -196,6 +196,10 @@ Status matmul_cases(Table& t) {
     const int64_t n_in = ggml_block_size(type) == 256 ? 768 : 544, n_out = 37, tokens = 45;
     KAKEYA_TRY(matmul_case(t, type, n_in, n_out, tokens, wide, tol));
   }
+  // A long batch of the float types: 300 tokens, which the CPU backend splits into blocks of 160
+  // (whole tiles of 32 tokens: the tokens-in-lanes kernels) and 140 (rows in the lanes).
+  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16})
+    KAKEYA_TRY(matmul_case(t, type, 544, 37, 300, wide, matmul_tolerance(type)));
   return ok_status();
 }
 
