@@ -134,6 +134,7 @@ void bf16_dp_gemm_tokens(const GemmWeights& w, int64_t r0, int64_t r1, const Act
   float* ct = s.get<float>(2, static_cast<size_t>(nrp * mp));
   float* tmp = s.get<float>(3, static_cast<size_t>(L * kKc));
   const size_t ldc = static_cast<size_t>(mp);
+  TransposedStore<Vec512> out{ct, ldc, n, m, y, ldy};
   for (int64_t p0 = 0; p0 < n_pairs; p0 += kPairsKc) {
     const int64_t np = std::min(kPairsKc, n_pairs - p0);
     const size_t elems = static_cast<size_t>(std::min<int64_t>(2 * np, k - 2 * p0));
@@ -170,15 +171,15 @@ void bf16_dp_gemm_tokens(const GemmWeights& w, int64_t r0, int64_t r1, const Act
                       next_bytes);
         });
       }
+      if (p0 + np == n_pairs) out.upto(j0 + NR);
     }
   }
-  store_transposed<Vec512>(ct, ldc, n, m, y, ldy);
 }
 
 // BF16 weights against the BF16 activations of the decode path.
 void bf16_dp_gemm(const GemmWeights& w, int64_t r0, int64_t r1, const ActivationBuffer* acts, int64_t n_tokens,
                   float* y, size_t ldy, GemmScratch& s) {
-  if (tokens_in_lanes<Vec512>(n_tokens)) return bf16_dp_gemm_tokens(w, r0, r1, acts, n_tokens, y, ldy, s);
+  if (w.n > 0 && tokens_in_lanes<Vec512>(n_tokens)) return bf16_dp_gemm_tokens(w, r0, r1, acts, n_tokens, y, ldy, s);
   constexpr int MR = Vec512::kFloatTokens;
   const int64_t k = w.n, n = r1 - r0;
   const auto* rows = reinterpret_cast<const uint16_t*>(w.rows) + static_cast<size_t>(r0) * static_cast<size_t>(k);
