@@ -125,16 +125,11 @@ KAKEYA_BF16_TARGET void bf16_micro_tokens(int64_t np, const uint32_t* tile, cons
 // so every bit is the same.
 void bf16_dp_gemm_tokens(const GemmWeights& w, int64_t r0, int64_t r1, const ActivationBuffer* acts, int64_t m,
                          float* y, size_t ldy, GemmScratch& s) {
-  constexpr int L = 16, NR = Vec512::kFloatTokens;
+  constexpr int NR = Vec512::kFloatTokens;
   const int64_t k = w.n, n = r1 - r0, n_pairs = (k + 1) / 2;
-  const int64_t mp = (m + L - 1) / L * L, n_tiles = (m + 2 * L - 1) / (2 * L), nrp = (n + NR - 1) / NR * NR;
   const auto* rows = reinterpret_cast<const uint16_t*>(w.rows) + static_cast<size_t>(r0) * static_cast<size_t>(k);
   uint32_t* panel = s.get<uint32_t>(0, static_cast<size_t>(NR * kPairsKc));
-  float* tiles = s.get<float>(1, static_cast<size_t>(n_tiles * kKc * 2 * L));
-  float* ct = s.get<float>(2, static_cast<size_t>(nrp * mp));
-  float* tmp = s.get<float>(3, static_cast<size_t>(L * kKc));
-  const size_t ldc = static_cast<size_t>(mp);
-  TransposedStore<Vec512> out{ct, ldc, n, m, y, ldy};
+  TokensInLanes<Vec512, NR> f(m, n, y, ldy, s);
   for (int64_t p0 = 0; p0 < n_pairs; p0 += kPairsKc) {
     const int64_t np = std::min(kPairsKc, n_pairs - p0);
     const size_t elems = static_cast<size_t>(std::min<int64_t>(2 * np, k - 2 * p0));
@@ -145,7 +140,7 @@ void bf16_dp_gemm_tokens(const GemmWeights& w, int64_t r0, int64_t r1, const Act
     };
     token_tiles<Vec512>(
         m, np, [&](int64_t t, float* dst) { copy_pairs(acts[t].bytes.data() + static_cast<size_t>(4 * p0), dst); },
-        tiles, tmp);
+        f.tiles, f.tmp);
     for (int64_t j0 = 0; j0 < n; j0 += NR) {
       const int64_t nj = std::min<int64_t>(NR, n - j0);
       for (int64_t r = 0; r < NR; ++r) {
@@ -156,22 +151,24 @@ void bf16_dp_gemm_tokens(const GemmWeights& w, int64_t r0, int64_t r1, const Act
           std::fill_n(dst, np, 0u);
         }
       }
-      NextPanel next(j0, NR, n, p0, kPairsKc, n_pairs, m, 2 * L);
+      NextPanel next(j0, NR, n, p0, kPairsKc, n_pairs, m, 32);
       const size_t next_bytes = next.rows > 0 ? static_cast<size_t>(std::min(kPairsKc, n_pairs - next.k0)) * 4 : 0;
-      for (int64_t i = 0; i < n_tiles; ++i) {
-        const auto* tile = reinterpret_cast<const uint32_t*>(tiles + i * kKc * 2 * L);
-        float* c = ct + static_cast<size_t>(j0) * ldc + static_cast<size_t>(i * 2 * L);
-        if (mp - i * 2 * L >= 2 * L) {
-          bf16_micro_tokens<2>(np, tile, panel, c, ldc, p0 == 0);
-        } else {
-          bf16_micro_tokens<1>(np, tile, panel, c, ldc, p0 == 0);
-        }
-        next.after_tile([&](int64_t j) {
-          prefetch_l2(rows + static_cast<size_t>(j) * static_cast<size_t>(k) + static_cast<size_t>(2 * next.k0),
-                      next_bytes);
-        });
-      }
-      if (p0 + np == n_pairs) out.upto(j0 + NR);
+      f.panel_tiles(
+          j0, p0 + np == n_pairs,
+          [&](const float* tile, float* c, bool full) {
+            const auto* pairs = reinterpret_cast<const uint32_t*>(tile);
+            if (full) {
+              bf16_micro_tokens<2>(np, pairs, panel, c, f.ldc, p0 == 0);
+            } else {
+              bf16_micro_tokens<1>(np, pairs, panel, c, f.ldc, p0 == 0);
+            }
+          },
+          [&] {
+            next.after_tile([&](int64_t j) {
+              prefetch_l2(rows + static_cast<size_t>(j) * static_cast<size_t>(k) + static_cast<size_t>(2 * next.k0),
+                          next_bytes);
+            });
+          });
     }
   }
 }

@@ -586,20 +586,50 @@ void float_micro_tokens(int64_t kc, const float* tile, const float* panel, float
     for (int v = 0; v < TV; ++v) V::store(ct + static_cast<size_t>(r) * ldc + v * L, acc[r][v]);
 }
 
+// What the tokens-in-lanes kernels share: per k block, the token tiles (token_tiles); per panel of
+// NR weight rows, its micro-kernel over every tile, TV = 2 vectors of tokens or 1 for a last half
+// tile; the outputs accumulated in ct [rows rounded up to NR][tokens rounded up to L] and stored
+// into y as the last k block finishes each group of rows. Scratch slots 1-3 (0 is the caller's
+// panel).
+template <class V, int NR>
+struct TokensInLanes {
+  static constexpr int L = V::kLanes;
+  int64_t m, n, mp, n_tiles;
+  float *tiles, *ct, *tmp;
+  size_t ldc;
+  TransposedStore<V> out;
+  TokensInLanes(int64_t m_, int64_t n_, float* y, size_t ldy, GemmScratch& s)
+      : m(m_),
+        n(n_),
+        mp((m_ + L - 1) / L * L),
+        n_tiles((m_ + 2 * L - 1) / (2 * L)),
+        tiles(s.get<float>(1, static_cast<size_t>(n_tiles * kKc * 2 * L))),
+        ct(s.get<float>(2, static_cast<size_t>((n_ + NR - 1) / NR * NR * mp))),
+        tmp(s.get<float>(3, static_cast<size_t>(L * kKc))),
+        ldc(static_cast<size_t>(mp)),
+        out{ct, ldc, n_, m_, y, ldy} {}
+  // micro(tile, c, full) for the tiles of panel j0 (c: its outputs in ct, ldc apart; full: 2L
+  // tokens, else L), after_tile() after each; then the rows finished when `last_k_block`.
+  template <class Micro, class AfterTile>
+  void panel_tiles(int64_t j0, bool last_k_block, const Micro& micro, const AfterTile& after_tile) {
+    for (int64_t i = 0; i < n_tiles; ++i) {
+      micro(tiles + i * kKc * 2 * L, ct + static_cast<size_t>(j0) * ldc + static_cast<size_t>(i * 2 * L),
+            mp - i * 2 * L >= 2 * L);
+      after_tile();
+    }
+    if (last_k_block) out.upto(j0 + NR);
+  }
+};
+
 template <class V>
 void float_weights_gemm_tokens(const GemmWeights& w, int64_t r0, int64_t r1, const ActivationBuffer* acts, int64_t m,
                                float* y, size_t ldy, GemmScratch& s) {
   constexpr int L = V::kLanes, NR = V::kFloatTokens;
   const int64_t n = r1 - r0, k = w.n;
-  const int64_t mp = (m + L - 1) / L * L, n_tiles = (m + 2 * L - 1) / (2 * L), np = (n + NR - 1) / NR * NR;
   const size_t stride = ggml_row_bytes(w.type, k), elem = w.type == GgmlType::F32 ? 4 : 2;
   const uint8_t* first = w.rows + static_cast<size_t>(r0) * stride;
   float* panel = s.get<float>(0, static_cast<size_t>(NR * kKc));
-  float* tiles = s.get<float>(1, static_cast<size_t>(n_tiles * kKc * 2 * L));
-  float* ct = s.get<float>(2, static_cast<size_t>(np * mp));
-  float* tmp = s.get<float>(3, static_cast<size_t>(L * kKc));
-  const size_t ldc = static_cast<size_t>(mp);
-  TransposedStore<V> out{ct, ldc, n, m, y, ldy};
+  TokensInLanes<V, NR> f(m, n, y, ldy, s);
   for (int64_t k0 = 0; k0 < k; k0 += kKc) {
     const int64_t kc = std::min(kKc, k - k0);
     token_tiles<V>(
@@ -609,7 +639,7 @@ void float_weights_gemm_tokens(const GemmWeights& w, int64_t r0, int64_t r1, con
           const size_t a_elem = a.vec_dot_type == GgmlType::F32 ? 4 : 2;
           ActRows::convert<V>(a.vec_dot_type, a.bytes.data() + static_cast<size_t>(k0) * a_elem, kc, dst);
         },
-        tiles, tmp);
+        f.tiles, f.tmp);
     for (int64_t j0 = 0; j0 < n; j0 += NR) {
       const int64_t nj = std::min<int64_t>(NR, n - j0);
       for (int64_t r = 0; r < NR; ++r) {
@@ -623,19 +653,20 @@ void float_weights_gemm_tokens(const GemmWeights& w, int64_t r0, int64_t r1, con
       }
       NextPanel next(j0, NR, n, k0, kc, k, m, 2 * L);
       const size_t next_bytes = static_cast<size_t>(std::min(kKc, k - next.k0)) * elem;
-      for (int64_t i = 0; i < n_tiles; ++i) {
-        const float* tile = tiles + i * kKc * 2 * L;
-        float* c = ct + static_cast<size_t>(j0) * ldc + static_cast<size_t>(i * 2 * L);
-        if (mp - i * 2 * L >= 2 * L) {
-          float_micro_tokens<V, NR, 2>(kc, tile, panel, c, ldc, k0 == 0);
-        } else {
-          float_micro_tokens<V, NR, 1>(kc, tile, panel, c, ldc, k0 == 0);
-        }
-        next.after_tile([&](int64_t j) {
-          prefetch_l2(first + static_cast<size_t>(j) * stride + static_cast<size_t>(next.k0) * elem, next_bytes);
-        });
-      }
-      if (k0 + kc == k) out.upto(j0 + NR);
+      f.panel_tiles(
+          j0, k0 + kc == k,
+          [&](const float* tile, float* c, bool full) {
+            if (full) {
+              float_micro_tokens<V, NR, 2>(kc, tile, panel, c, f.ldc, k0 == 0);
+            } else {
+              float_micro_tokens<V, NR, 1>(kc, tile, panel, c, f.ldc, k0 == 0);
+            }
+          },
+          [&] {
+            next.after_tile([&](int64_t j) {
+              prefetch_l2(first + static_cast<size_t>(j) * stride + static_cast<size_t>(next.k0) * elem, next_bytes);
+            });
+          });
     }
   }
 }
