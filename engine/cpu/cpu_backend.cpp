@@ -160,6 +160,15 @@ uint8_t* streamed_bytes(size_t bytes) {
   return static_cast<uint8_t*>(p);
 }
 
+Status check_sgemm_threads(MatmulMode mode, int threads, int openblas_parallel) {
+  if (mode != MatmulMode::kSgemm || threads <= 1 || openblas_parallel != 0) return ok_status();
+  return make_error("bad_param", "cpu backend: batched_matmul \"sgemm\" with threads " + std::to_string(threads) +
+                                     " calls OpenBLAS from several threads at once, and this process loaded "
+                                     "OpenBLAS's serial build (openblas_get_parallel() = 0), which gives wrong "
+                                     "results that way: use threads 1, batched_matmul auto or quantized, or the "
+                                     "pthread build of OpenBLAS");
+}
+
 void openblas_single_threaded() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -201,6 +210,7 @@ Result<std::unique_ptr<Backend>> open_cpu_backend(const BackendOptions& o) {
                       "cpu backend: weight_layout \"" + o.weight_layout + "\" is not auto, packed or row-major");
   }
   KAKEYA_ASSIGN_OR_RETURN(MatmulMode mode, parse_matmul_mode(o.batched_matmul));
+  KAKEYA_TRY(check_sgemm_threads(mode, o.threads, openblas_get_parallel()));
   return std::unique_ptr<Backend>(new CpuBackend(o.threads, resolve_weight_layout(o.weight_layout) == "packed", mode));
 }
 

@@ -224,8 +224,15 @@ class CpuBackend final : public Backend {
   CpuByteCounter allocated_;
 };
 
+// The batched_matmul "sgemm" option splits every sgemm over the pool, so with threads > 1 it calls
+// OpenBLAS from several threads at once. OpenBLAS's serial build (openblas_get_parallel() 0, e.g.
+// Debian's libopenblas0-serial when chosen by update-alternatives) is not safe for that: a 2-thread
+// prefill through it came out wrong by up to 28 in a logit. Error "bad_param" saying so for that
+// combination; ok otherwise (openblas_parallel: 0 serial, 1 pthreads, 2 OpenMP).
+Status check_sgemm_threads(MatmulMode mode, int threads, int openblas_parallel);
+
 // The factory behind open_backend("cpu"). Errors: "bad_param" (threads < 1, an unknown
-// weight_layout or batched_matmul, naming it).
+// weight_layout or batched_matmul, naming it; check_sgemm_threads).
 Result<std::unique_ptr<Backend>> open_cpu_backend(const BackendOptions& options);
 
 }  // namespace kakeya::engine

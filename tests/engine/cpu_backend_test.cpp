@@ -76,6 +76,23 @@ TEST(OpenBackend, CpuOptionsAreCheckedAndReported) {
   EXPECT_EQ(to_json(info)["name"], "cpu");
 }
 
+// The sgemm option with several threads is refused on OpenBLAS's serial build (not safe to call
+// from several threads at once) and allowed on the threaded builds, at one thread, and for the
+// engine's own kernels. This process links the pthread build, so open_backend itself takes the
+// allowed branch here.
+TEST(OpenBackend, SgemmWithThreadsNeedsAThreadSafeOpenBlas) {
+  const Status serial = check_sgemm_threads(MatmulMode::kSgemm, 2, 0);
+  ASSERT_FALSE(serial.ok());
+  EXPECT_EQ(serial.error().code, "bad_param");
+  EXPECT_NE(serial.error().message.find("threads 2"), std::string::npos) << serial.error().message;
+  EXPECT_NE(serial.error().message.find("serial"), std::string::npos) << serial.error().message;
+  EXPECT_TRUE(check_sgemm_threads(MatmulMode::kSgemm, 1, 0).ok());
+  EXPECT_TRUE(check_sgemm_threads(MatmulMode::kSgemm, 2, 1).ok());
+  EXPECT_TRUE(check_sgemm_threads(MatmulMode::kSgemm, 2, 2).ok());
+  EXPECT_TRUE(check_sgemm_threads(MatmulMode::kAuto, 2, 0).ok());
+  EXPECT_TRUE(check_sgemm_threads(MatmulMode::kQuantizedActivations, 2, 0).ok());
+}
+
 TEST(CpuBackend, AWeightTypeWithoutAMatmulKernelIsRefusedByName) {
   Backend& b = test::cpu(1);
   std::vector<uint8_t> bytes(ggml_row_bytes(GgmlType::Q8_K, 256));
