@@ -142,15 +142,9 @@ void bf16_dp_gemm_tokens(const GemmWeights& w, int64_t r0, int64_t r1, const Act
         m, np, [&](int64_t t, float* dst) { copy_pairs(acts[t].bytes.data() + static_cast<size_t>(4 * p0), dst); },
         f.tiles, f.tmp);
     for (int64_t j0 = 0; j0 < n; j0 += NR) {
-      const int64_t nj = std::min<int64_t>(NR, n - j0);
-      for (int64_t r = 0; r < NR; ++r) {
-        uint32_t* dst = panel + r * kPairsKc;
-        if (r < nj) {
-          copy_pairs(rows + static_cast<size_t>(j0 + r) * static_cast<size_t>(k) + static_cast<size_t>(2 * p0), dst);
-        } else {
-          std::fill_n(dst, np, 0u);
-        }
-      }
+      f.fill_panel(panel, kPairsKc, j0, np, [&](int64_t j, uint32_t* dst) {
+        copy_pairs(rows + static_cast<size_t>(j) * static_cast<size_t>(k) + static_cast<size_t>(2 * p0), dst);
+      });
       NextPanel next(j0, NR, n, p0, kPairsKc, n_pairs, m, 32);
       const size_t next_bytes = next.rows > 0 ? static_cast<size_t>(std::min(kPairsKc, n_pairs - next.k0)) * 4 : 0;
       f.panel_tiles(

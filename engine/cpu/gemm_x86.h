@@ -267,17 +267,19 @@ struct ActRows {  // ActivationBuffers of F32, F16 or BF16 values (quantize_acti
       for (; i < n; ++i) dst[i] = bf16_to_fp32(h[i]);
     }
   }
+  // Values [k0, k0 + kc) of one token's activations, as f32.
+  template <class V>
+  static void convert_token(const ActivationBuffer& a, int64_t k0, int64_t kc, float* dst) {
+    const size_t elem = a.vec_dot_type == GgmlType::F32 ? 4 : 2;
+    convert<V>(a.vec_dot_type, a.bytes.data() + static_cast<size_t>(k0) * elem, kc, dst);
+  }
 };
 template <class V>
 struct ActBlock {
   const ActivationBuffer* acts;
   const float* block(int64_t m, int64_t k0, int64_t kc, GemmScratch& s, size_t* lda) const {
     float* out = s.get<float>(1, static_cast<size_t>(m * kKc));
-    for (int64_t i = 0; i < m; ++i) {
-      const ActivationBuffer& a = acts[i];
-      const size_t elem = a.vec_dot_type == GgmlType::F32 ? 4 : 2;
-      ActRows::convert<V>(a.vec_dot_type, a.bytes.data() + static_cast<size_t>(k0) * elem, kc, out + i * kKc);
-    }
+    for (int64_t i = 0; i < m; ++i) ActRows::convert_token<V>(acts[i], k0, kc, out + i * kKc);
     *lda = kKc;
     return out;
   }
@@ -475,9 +477,8 @@ void x86_gemm_f32(int64_t m, int64_t n, int64_t k, float alpha, const float* a, 
 // its value against a tile. The weight panel is then NR rows × kc values widened to f32 where they
 // lie, with no transpose: float_gemm transposes every 2L-row panel (L×L register transposes), 12%
 // of a one-thread F16 pp128 profile's samples on the Intel Xeon VM (16% of the GEMM's), mostly
-// waiting on the 2L rows' strided loads. The outputs are accumulated in
-// a transposed frame (ct [rows][tokens], whole vectors) and transposed into y as the last k block
-// finishes them.
+// waiting on the 2L rows' strided loads. The outputs are accumulated in a transposed frame
+// (ct [rows][tokens], whole vectors) and transposed into y as the last k block finishes them.
 // Alternating in one process on the Intel Xeon VM, one thread, 2048-wide F16 weights from memory
 // (101 matrices cycled), best of 200 calls: 1408 rows × 128 tokens 1.06-1.08x the rows-in-lanes
 // kernel, × 256 tokens 1.01x, × 64 tokens 1.03x; BF16 by FMA 1.06x, by vdpbf16ps 1.02x.
@@ -608,6 +609,18 @@ struct TokensInLanes {
         tmp(s.get<float>(3, static_cast<size_t>(L * kKc))),
         ldc(static_cast<size_t>(mp)),
         out{ct, ldc, n_, m_, y, ldy} {}
+  // The panel of rows [j0, j0 + NR), `width` words each, `stride` apart: row(j, dst) for the rows
+  // below n, zeros for the rest.
+  template <class T, class Row>
+  void fill_panel(T* panel, int64_t stride, int64_t j0, int64_t width, const Row& row) const {
+    for (int64_t r = 0; r < NR; ++r) {
+      if (j0 + r < n) {
+        row(j0 + r, panel + r * stride);
+      } else {
+        std::fill_n(panel + r * stride, width, T{});
+      }
+    }
+  }
   // micro(tile, c, full) for the tiles of panel j0 (c: its outputs in ct, ldc apart; full: 2L
   // tokens, else L), after_tile() after each; then the rows finished when `last_k_block`.
   template <class Micro, class AfterTile>
@@ -633,24 +646,11 @@ void float_weights_gemm_tokens(const GemmWeights& w, int64_t r0, int64_t r1, con
   for (int64_t k0 = 0; k0 < k; k0 += kKc) {
     const int64_t kc = std::min(kKc, k - k0);
     token_tiles<V>(
-        m, kc,
-        [&](int64_t t, float* dst) {
-          const ActivationBuffer& a = acts[t];
-          const size_t a_elem = a.vec_dot_type == GgmlType::F32 ? 4 : 2;
-          ActRows::convert<V>(a.vec_dot_type, a.bytes.data() + static_cast<size_t>(k0) * a_elem, kc, dst);
-        },
-        f.tiles, f.tmp);
+        m, kc, [&](int64_t t, float* dst) { ActRows::convert_token<V>(acts[t], k0, kc, dst); }, f.tiles, f.tmp);
     for (int64_t j0 = 0; j0 < n; j0 += NR) {
-      const int64_t nj = std::min<int64_t>(NR, n - j0);
-      for (int64_t r = 0; r < NR; ++r) {
-        float* dst = panel + r * kKc;
-        if (r < nj) {
-          ActRows::convert<V>(w.type, first + static_cast<size_t>(j0 + r) * stride + static_cast<size_t>(k0) * elem, kc,
-                              dst);
-        } else {
-          std::fill_n(dst, kc, 0.0f);
-        }
-      }
+      f.fill_panel(panel, kKc, j0, kc, [&](int64_t j, float* dst) {
+        ActRows::convert<V>(w.type, first + static_cast<size_t>(j) * stride + static_cast<size_t>(k0) * elem, kc, dst);
+      });
       NextPanel next(j0, NR, n, k0, kc, k, m, 2 * L);
       const size_t next_bytes = static_cast<size_t>(std::min(kKc, k - next.k0)) * elem;
       f.panel_tiles(
