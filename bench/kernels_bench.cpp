@@ -104,6 +104,7 @@ int main(int argc, char** argv) {
   int reps = 7;
   int64_t rows = 5632, cols = 2048;
   int gemm_tokens = 0;
+  std::vector<int> gemm_splits;
   std::string out;
   CLI::App app{"kakeya_kernels_bench — one-thread decode mat-vec GB/s per kernel set and weight layout (JSON)"};
   app.add_option("--types", types, "Weight types")->delimiter(',')->capture_default_str();
@@ -116,6 +117,11 @@ int main(int argc, char** argv) {
   app.add_option("--gemm-tokens", gemm_tokens, "Tokens of the one-thread GEMM cases (0: none)")
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
+  app.add_option("--gemm-splits", gemm_splits,
+                 "Also run each GEMM case with its rows in S calls (ranges of whole 32-row units, as the backend's "
+                 "tasks), for each S given, alternating within every rep (ratios side by side)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1024));
   app.add_option("--out", out, "JSON output (default: stdout only)");
   CLI11_PARSE(app, argc, argv);
   if (cols % 32 != 0) {
@@ -247,6 +253,32 @@ int main(int argc, char** argv) {
                                 {"gflop_s", gflop_s},
                                 {"roofline", unit},
                                 {"efficiency_vs_roofline_1t", gflop_s / peak[unit]}});
+          if (!gemm_splits.empty()) {
+            // The same product with its rows in S calls, every S once per rep, in turn.
+            std::vector<std::vector<double>> t(gemm_splits.size());
+            for (int r = 0; r <= reps; ++r) {
+              for (size_t i = 0; i < gemm_splits.size(); ++i) {
+                const int64_t per = (rows / gemm_splits[i] + 31) / 32 * 32;
+                const auto t0 = Clock::now();
+                for (int64_t r0 = 0; r0 < rows; r0 += per)
+                  g.gemm(gw, r0, std::min(rows, r0 + per), acts.data(), gemm_tokens, ys.data() + r0,
+                         static_cast<size_t>(rows), false, scratch);
+                if (r > 0) t[i].push_back(seconds_since(t0));
+              }
+            }
+            nlohmann::json splits = nlohmann::json::array();
+            for (size_t i = 0; i < gemm_splits.size(); ++i) {
+              const double g_s = 2.0 * static_cast<double>(rows) * static_cast<double>(cols) * gemm_tokens /
+                                 median(t[i]) / 1e9;
+              std::cerr << "    rows in " << gemm_splits[i] << " calls: " << g_s << " GFLOP/s, x"
+                        << median(t[0]) / median(t[i]) << " of " << gemm_splits[0] << "\n";
+              splits.push_back({{"calls", gemm_splits[i]},
+                                {"seconds_median", median(t[i])},
+                                {"gflop_s", g_s},
+                                {"speed_vs_first", median(t[0]) / median(t[i])}});
+            }
+            gemm_cases.back()["row_splits"] = splits;
+          }
         }
       }
     }

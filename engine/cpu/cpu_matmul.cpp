@@ -22,9 +22,18 @@ constexpr size_t kGemmTokenUnit = 32;
 // tasks per thread so a descheduled worker holds back little work.
 constexpr size_t kGemmRowUnit = 32;
 constexpr size_t kGemmTasksPerThread = 4;
+// ... and, for F32/F16/BF16 weights in blocks of kGemmTokenUnit tokens and more, of at most this
+// many bytes of outputs: their tokens-in-lanes GEMM accumulates a task's rows × tokens outputs in
+// f32 scratch swept once per block of k (gemm_x86.h TokensInLanes), which should stay in L2 (half
+// of a Zen 4 core's). On the Xeon VM, one thread, TinyLlama's fused FFN up+gate (11264 rows x
+// 2048) times 256 tokens in 12 calls (0.9 MiB of outputs each) ran 1.04-1.17x what it ran in 2
+// (5.6 MiB each), `kakeya_kernels_bench --gemm-splits` (bench/README.md). Never fewer than 512
+// rows a task at 256 tokens.
+constexpr size_t kGemmOutputBytes = size_t{512} << 10;
 
 const uint8_t* weight_rows(const Tensor& w) { return static_cast<const CpuBuffer*>(w.buffer)->data() + w.offset; }
 const uint8_t* weight_packed(const Tensor& w) { return static_cast<const CpuBuffer*>(w.buffer)->packed(); }
+bool is_float_weight(GgmlType t) { return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16; }
 
 }  // namespace
 
@@ -109,7 +118,12 @@ void CpuBackend::matmul_kernels(std::span<const MatmulOut> outs, const Tensor& x
   const size_t block = std::min(n, (even + kGemmTokenUnit - 1) / kGemmTokenUnit * kGemmTokenUnit);
   const size_t blocks = (n + block - 1) / block;
   const size_t target = static_cast<size_t>(pool_.n_threads()) * kGemmTasksPerThread;
-  const size_t ranges = std::clamp<size_t>((target + blocks - 1) / blocks, 1, total);
+  size_t at_least = (target + blocks - 1) / blocks;
+  if (is_float_weight(w0.type) && block >= kGemmTokenUnit) {
+    const size_t units_cap = std::max<size_t>(1, kGemmOutputBytes / (block * sizeof(float) * unit));
+    at_least = std::max(at_least, (total + units_cap - 1) / units_cap);
+  }
+  const size_t ranges = std::clamp<size_t>(at_least, 1, total);
   const size_t range_units = (total + ranges - 1) / ranges;
   const size_t n_ranges = (total + range_units - 1) / range_units;
   const bool exact = path == BatchPath::kExact;

@@ -200,6 +200,10 @@ Status matmul_cases(Table& t) {
   // (whole tiles of 32 tokens: the tokens-in-lanes kernels) and 140 (rows in the lanes).
   for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16})
     KAKEYA_TRY(matmul_case(t, type, 544, 37, 300, wide, matmul_tolerance(type)));
+  // Many rows: 4200 rows x 256 tokens of outputs, more than the CPU backend's 2 threads x 4 tasks
+  // of at most 512 KiB of outputs each hold, so its split of the rows follows the outputs' size.
+  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16})
+    KAKEYA_TRY(matmul_case(t, type, 32, 4200, 256, wide, matmul_tolerance(type)));
   return ok_status();
 }
 
