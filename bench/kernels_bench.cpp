@@ -234,13 +234,25 @@ int main(int argc, char** argv) {
           const bool is_packed = std::string(layout) == "packed";
           if (is_packed && wp.empty()) continue;
           const GemmWeights gw{type, cols, w.data(), is_packed ? wp.data() : nullptr};
+          // Seconds of the product with its rows in `calls` calls of whole 32-row ranges (the
+          // backend's tasks on one thread); GFLOP/s of a median.
+          auto timed = [&](int calls) {
+            const int64_t per = (rows / calls + 31) / 32 * 32;
+            const auto t0 = Clock::now();
+            for (int64_t r0 = 0; r0 < rows; r0 += per)
+              g.gemm(gw, r0, std::min(rows, r0 + per), acts.data(), gemm_tokens, ys.data() + r0,
+                     static_cast<size_t>(rows), false, scratch);
+            return seconds_since(t0);
+          };
+          auto gflop_s_of = [&](double seconds) {
+            return 2.0 * static_cast<double>(rows) * static_cast<double>(cols) * gemm_tokens / seconds / 1e9;
+          };
           std::vector<double> s;
           for (int r = 0; r <= reps; ++r) {  // round 0 is a warm-up
-            const auto t0 = Clock::now();
-            g.gemm(gw, 0, rows, acts.data(), gemm_tokens, ys.data(), static_cast<size_t>(rows), false, scratch);
-            if (r > 0) s.push_back(seconds_since(t0));
+            const double sec = timed(1);
+            if (r > 0) s.push_back(sec);
           }
-          const double gflop_s = 2.0 * static_cast<double>(rows) * static_cast<double>(cols) * gemm_tokens / median(s) / 1e9;
+          const double gflop_s = gflop_s_of(median(s));
           std::cerr << "  gemm " << tname << " " << kernel_isa_name(isa) << " " << layout << " x" << gemm_tokens << ": "
                     << gflop_s << " GFLOP/s (" << gflop_s / peak[unit] << " of " << unit << ")\n";
           gemm_cases.push_back({{"type", tname},
@@ -258,18 +270,13 @@ int main(int argc, char** argv) {
             std::vector<std::vector<double>> t(gemm_splits.size());
             for (int r = 0; r <= reps; ++r) {
               for (size_t i = 0; i < gemm_splits.size(); ++i) {
-                const int64_t per = (rows / gemm_splits[i] + 31) / 32 * 32;
-                const auto t0 = Clock::now();
-                for (int64_t r0 = 0; r0 < rows; r0 += per)
-                  g.gemm(gw, r0, std::min(rows, r0 + per), acts.data(), gemm_tokens, ys.data() + r0,
-                         static_cast<size_t>(rows), false, scratch);
-                if (r > 0) t[i].push_back(seconds_since(t0));
+                const double sec = timed(gemm_splits[i]);
+                if (r > 0) t[i].push_back(sec);
               }
             }
             nlohmann::json splits = nlohmann::json::array();
             for (size_t i = 0; i < gemm_splits.size(); ++i) {
-              const double g_s = 2.0 * static_cast<double>(rows) * static_cast<double>(cols) * gemm_tokens /
-                                 median(t[i]) / 1e9;
+              const double g_s = gflop_s_of(median(t[i]));
               std::cerr << "    rows in " << gemm_splits[i] << " calls: " << g_s << " GFLOP/s, x"
                         << median(t[0]) / median(t[i]) << " of " << gemm_splits[0] << "\n";
               splits.push_back({{"calls", gemm_splits[i]},
