@@ -11,11 +11,14 @@
 // the STREAM-style triad measured in the same run, on one thread (the decode efficiency of the
 // kernel alone, without attention, norms or the thread pool).
 // With --gemm-tokens T (> 0), also the batched matmul kernels (engine/cpu/gemm.h) of each SIMD set
-// on one thread: one matrix of the same shape (in L3, not L2) times T tokens of activations, GFLOP/s
+// on one thread: one matrix of the same shape (in L3, not L2) times T tokens of activations, or
+// with --gemm-matrices N the product of each of N copies of it in turn (N·size beyond the L3:
+// weights from memory, as a prefill meets them), GFLOP/s
 // (2·rows·cols·T / s; int8 ops for the quantized types) and the ratio to the core's roofline
 // peak for that set and type (bench/roofline.h), per layout: the prefill efficiency of the kernel
 // alone.
-// Usage: kakeya_kernels_bench [--types q4_0,q8_0] [--matrices N] [--reps R] [--gemm-tokens T] [--out FILE]
+// Usage: kakeya_kernels_bench [--types q4_0,q8_0] [--matrices N] [--reps R] [--gemm-tokens T]
+//                             [--gemm-matrices N] [--gemm-splits S1,S2] [--out FILE]
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -104,6 +107,7 @@ int main(int argc, char** argv) {
   int reps = 7;
   int64_t rows = 5632, cols = 2048;
   int gemm_tokens = 0;
+  int gemm_matrices = 1;
   std::vector<int> gemm_splits;
   std::string out;
   CLI::App app{"kakeya_kernels_bench — one-thread decode mat-vec GB/s per kernel set and weight layout (JSON)"};
@@ -117,6 +121,11 @@ int main(int argc, char** argv) {
   app.add_option("--gemm-tokens", gemm_tokens, "Tokens of the one-thread GEMM cases (0: none)")
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
+  app.add_option("--gemm-matrices", gemm_matrices,
+                 "Copies of the GEMM cases' matrix, multiplied in turn (1: the same matrix, in cache; raise it past the "
+                 "L3 for weights from memory)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 512));
   app.add_option("--gemm-splits", gemm_splits,
                  "Also run each GEMM case with its rows in S calls (ranges of whole 32-row units, as the backend's "
                  "tasks), for each S given, alternating within every rep (ratios side by side)")
@@ -222,6 +231,11 @@ int main(int argc, char** argv) {
           wp.resize(packed_bytes(type, cols, rows));
           pack_rows(type, w.data(), cols, rows, wp.data());
         }
+        std::vector<Streamed> w_copies, wp_copies;
+        for (int c = 0; c < gemm_matrices; ++c) {
+          w_copies.push_back(streamed_copy(w));
+          if (!wp.empty()) wp_copies.push_back(streamed_copy(wp));
+        }
         std::vector<ActivationBuffer> acts(static_cast<size_t>(gemm_tokens));
         for (int t = 0; t < gemm_tokens; ++t)
           k.quantize_activations(type, xs.data() + static_cast<size_t>(t) * cols, cols, acts[static_cast<size_t>(t)]);
@@ -233,19 +247,23 @@ int main(int argc, char** argv) {
         for (const char* layout : {"row-major", "packed"}) {
           const bool is_packed = std::string(layout) == "packed";
           if (is_packed && wp.empty()) continue;
-          const GemmWeights gw{type, cols, w.data(), is_packed ? wp.data() : nullptr};
-          // Seconds of the product with its rows in `calls` calls of whole 32-row ranges (the
-          // backend's tasks on one thread); GFLOP/s of a median.
+          // Seconds of the product of every copy with its rows in `calls` calls of whole 32-row
+          // ranges (the backend's tasks on one thread); GFLOP/s of a median.
           auto timed = [&](int calls) {
             const int64_t per = (rows / calls + 31) / 32 * 32;
             const auto t0 = Clock::now();
-            for (int64_t r0 = 0; r0 < rows; r0 += per)
-              g.gemm(gw, r0, std::min(rows, r0 + per), acts.data(), gemm_tokens, ys.data() + r0,
-                     static_cast<size_t>(rows), false, scratch);
+            for (int c = 0; c < gemm_matrices; ++c) {
+              const size_t ci = static_cast<size_t>(c);
+              const GemmWeights gw{type, cols, w_copies[ci].data(), is_packed ? wp_copies[ci].data() : nullptr};
+              for (int64_t r0 = 0; r0 < rows; r0 += per)
+                g.gemm(gw, r0, std::min(rows, r0 + per), acts.data(), gemm_tokens, ys.data() + r0,
+                       static_cast<size_t>(rows), false, scratch);
+            }
             return seconds_since(t0);
           };
           auto gflop_s_of = [&](double seconds) {
-            return 2.0 * static_cast<double>(rows) * static_cast<double>(cols) * gemm_tokens / seconds / 1e9;
+            return 2.0 * static_cast<double>(rows) * static_cast<double>(cols) * gemm_tokens * gemm_matrices /
+                   seconds / 1e9;
           };
           std::vector<double> s;
           for (int r = 0; r <= reps; ++r) {  // round 0 is a warm-up
@@ -259,6 +277,7 @@ int main(int argc, char** argv) {
                                 {"kernel_isa", kernel_isa_name(isa)},
                                 {"layout", layout},
                                 {"tokens", gemm_tokens},
+                                {"matrices", gemm_matrices},
                                 {"own_kernel", g.has_kernel(type)},
                                 {"matches_decode", g.matches_decode(type, is_packed)},
                                 {"seconds_median", median(s)},
