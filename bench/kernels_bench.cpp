@@ -13,8 +13,8 @@
 // With --gemm-tokens T (> 0), also the batched matmul kernels (engine/cpu/gemm.h) of each SIMD set
 // on one thread: one matrix of the same shape (in L3, not L2) times T tokens of activations, or
 // with --gemm-matrices N the product of each of N copies of it in turn (N·size beyond the L3:
-// weights from memory, as a prefill meets them), GFLOP/s
-// (2·rows·cols·T / s; int8 ops for the quantized types) and the ratio to the core's roofline
+// weights from memory, as a prefill meets them), GFLOP/s (2·rows·cols·T·N / s; int8 ops for
+// the quantized types) and the ratio to the core's roofline
 // peak for that set and type (bench/roofline.h), per layout: the prefill efficiency of the kernel
 // alone.
 // Usage: kakeya_kernels_bench [--types q4_0,q8_0] [--matrices N] [--reps R] [--gemm-tokens T]
