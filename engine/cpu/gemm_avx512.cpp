@@ -124,9 +124,9 @@ KAKEYA_BF16_TARGET void bf16_micro_tokens(int64_t np, const uint32_t* tile, cons
 // copy, no transpose; a copy only for a last panel past the rows or an odd k), the outputs
 // accumulated transposed. Reading the rows in place instead of copying each panel first ran
 // 1.01-1.04x (1.05-1.07x at 64 tokens, where a panel serves two token tiles) alternating in one
-// process on the Intel Xeon VM, one thread, 2048-wide weights in and out of cache. Each output takes the same vdpbf16ps steps in the same order as
-// bf16_dp_gemm's (the instruction's two products are exact and the operands only swap sources),
-// so every bit is the same.
+// process on the Intel Xeon VM, one thread, 2048-wide weights in and out of cache. Each output
+// takes the same vdpbf16ps steps in the same order as bf16_dp_gemm's (the instruction's two
+// products are exact and the operands only swap sources), so every bit is the same.
 void bf16_dp_gemm_tokens(const GemmWeights& w, int64_t r0, int64_t r1, const ActivationBuffer* acts, int64_t m,
                          float* y, size_t ldy, GemmScratch& s) {
   constexpr int NR = Vec512::kFloatTokens;

@@ -475,10 +475,11 @@ void x86_gemm_f32(int64_t m, int64_t n, int64_t k, float alpha, const float* a, 
 // transposed once per k block into token tiles (token_tiles: [tile][kk][2L], 2L tokens a tile),
 // shared by every weight row of the call, and each of NR = V::kFloatTokens weight rows broadcasts
 // its value against a tile. The weight panel is then NR rows × kc values widened to f32 where they
-// lie (F32 rows are read in place, with no panel), with no transpose: float_gemm transposes every 2L-row panel (L×L register transposes), 12%
-// of a one-thread F16 pp128 profile's samples on the Intel Xeon VM (16% of the GEMM's), mostly
-// waiting on the 2L rows' strided loads. The outputs are accumulated in a transposed frame
-// (ct [rows][tokens], whole vectors) and transposed into y as the last k block finishes them.
+// lie (F32 rows are read in place, with no panel), with no transpose: float_gemm transposes every
+// 2L-row panel (L×L register transposes), 12% of a one-thread F16 pp128 profile's samples on the
+// Intel Xeon VM (16% of the GEMM's), mostly waiting on the 2L rows' strided loads. The outputs
+// are accumulated in a transposed frame (ct [rows][tokens], whole vectors) and transposed into y
+// as the last k block finishes them.
 // Alternating in one process on the Intel Xeon VM, one thread, 2048-wide F16 weights from memory
 // (101 matrices cycled), best of 200 calls: 1408 rows × 128 tokens 1.06-1.08x the rows-in-lanes
 // kernel, × 256 tokens 1.01x, × 64 tokens 1.03x; BF16 by FMA 1.06x, by vdpbf16ps 1.02x.
