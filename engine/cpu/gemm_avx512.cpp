@@ -94,9 +94,10 @@ void bf16_micro_n(int mr, int64_t np, const uint32_t* a, size_t lda, const uint3
 
 // ct[r·ldc + v·16 + lane] (+)= Σ_p vdpbf16ps(panel pair [r][p], tile pair [p][v·16 + lane]) for
 // Vec512::kFloatTokens rows and TV vectors of 16 tokens (tokens in the lanes, see below). The
-// panel's rows of np pairs lie `ldp` bytes apart: a copy, or the weight rows where they lie.
+// panel's rows of np pairs lie `ldp` pairs apart: a copy, or the weight rows where they lie
+// (loaded by memcpy: the words are bf16 data).
 template <int TV>
-KAKEYA_BF16_TARGET void bf16_micro_tokens(int64_t np, const uint32_t* tile, const uint8_t* panel, size_t ldp,
+KAKEYA_BF16_TARGET void bf16_micro_tokens(int64_t np, const uint32_t* tile, const uint32_t* panel, size_t ldp,
                                           float* ct, size_t ldc, bool first) {
   constexpr int NR = Vec512::kFloatTokens;
   __m512 acc[NR][TV];
@@ -109,7 +110,7 @@ KAKEYA_BF16_TARGET void bf16_micro_tokens(int64_t np, const uint32_t* tile, cons
     for (int v = 0; v < TV; ++v) x[v] = (__m512bh)_mm512_loadu_si512(tile + p * 32 + v * 16);
     KAKEYA_UNROLL_TOKENS
     for (int r = 0; r < NR; ++r) {
-      const __m512bh wr = (__m512bh)_mm512_set1_epi32(x86_load_i32(panel + r * ldp + 4 * p));
+      const __m512bh wr = (__m512bh)_mm512_set1_epi32(x86_load_i32(panel + r * ldp + p));
       for (int v = 0; v < TV; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], wr, x[v]);
     }
   }
@@ -146,20 +147,17 @@ void bf16_dp_gemm_tokens(const GemmWeights& w, int64_t r0, int64_t r1, const Act
         m, np, [&](int64_t t, float* dst) { copy_pairs(acts[t].bytes.data() + static_cast<size_t>(4 * p0), dst); },
         f.tiles, f.tmp);
     for (int64_t j0 = 0; j0 < n; j0 += NR) {
-      // A whole panel of even-length rows is read where it lies (its pairs are already adjacent
-      // in memory, as the micro-kernel broadcasts them); only a last panel past n, or rows with
-      // an odd k (a last pair to pad with 0), is copied.
-      const uint8_t* pw = reinterpret_cast<const uint8_t*>(panel);
-      size_t ldp = kPairsKc * 4;
-      if (k % 2 == 0 && j0 + NR <= n) {
-        pw = reinterpret_cast<const uint8_t*>(rows + static_cast<size_t>(j0) * static_cast<size_t>(k) +
-                                              static_cast<size_t>(2 * p0));
-        ldp = static_cast<size_t>(k) * 2;
-      } else {
-        f.fill_panel(panel, kPairsKc, j0, np, [&](int64_t j, uint32_t* dst) {
-          copy_pairs(rows + static_cast<size_t>(j) * static_cast<size_t>(k) + static_cast<size_t>(2 * p0), dst);
-        });
-      }
+      // Whole panels of even-length rows are read where they lie (a row's pairs are already
+      // adjacent, as the micro-kernel broadcasts them); odd-length rows (a last pair to pad
+      // with 0) are copied.
+      const uint32_t* in_place =
+          k % 2 == 0 ? reinterpret_cast<const uint32_t*>(rows + static_cast<size_t>(j0) * static_cast<size_t>(k) +
+                                                         static_cast<size_t>(2 * p0))
+                     : nullptr;
+      const auto pw =
+          f.panel(panel, kPairsKc, in_place, static_cast<size_t>(k / 2), j0, np, [&](int64_t j, uint32_t* dst) {
+            copy_pairs(rows + static_cast<size_t>(j) * static_cast<size_t>(k) + static_cast<size_t>(2 * p0), dst);
+          });
       NextPanel next(j0, NR, n, p0, kPairsKc, n_pairs, m, 32);
       const size_t next_bytes = next.rows > 0 ? static_cast<size_t>(std::min(kPairsKc, n_pairs - next.k0)) * 4 : 0;
       f.panel_tiles(
@@ -167,9 +165,9 @@ void bf16_dp_gemm_tokens(const GemmWeights& w, int64_t r0, int64_t r1, const Act
           [&](const float* tile, float* c, bool full) {
             const auto* pairs = reinterpret_cast<const uint32_t*>(tile);
             if (full) {
-              bf16_micro_tokens<2>(np, pairs, pw, ldp, c, f.ldc, p0 == 0);
+              bf16_micro_tokens<2>(np, pairs, pw.p, pw.ld, c, f.ldc, p0 == 0);
             } else {
-              bf16_micro_tokens<1>(np, pairs, pw, ldp, c, f.ldc, p0 == 0);
+              bf16_micro_tokens<1>(np, pairs, pw.p, pw.ld, c, f.ldc, p0 == 0);
             }
           },
           [&] {

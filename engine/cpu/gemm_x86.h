@@ -611,17 +611,29 @@ struct TokensInLanes {
         tmp(s.get<float>(3, static_cast<size_t>(L * kKc))),
         ldc(static_cast<size_t>(mp)),
         out{ct, ldc, n_, m_, y, ldy} {}
-  // The panel of rows [j0, j0 + NR), `width` words each, `stride` apart: row(j, dst) for the rows
-  // below n, zeros for the rest.
+  // The panel of rows [j0, j0 + NR), `width` words each, as the micro-kernels read it: rows `ld`
+  // words apart from `p`. `in_place` (nullptr: none) is row j0's first word where the weights
+  // already lie in that form, their rows `in_place_ld` words apart: used when all NR rows lie
+  // below n. Otherwise row(j, dst) fills the rows below n into `buf` (`stride` words apart) and
+  // the rest are zeros.
+  template <class T>
+  struct Panel {
+    const T* p;
+    size_t ld;
+  };
   template <class T, class Row>
-  void fill_panel(T* panel, int64_t stride, int64_t j0, int64_t width, const Row& row) const {
+  Panel<T> panel(T* buf, size_t stride, const T* in_place, size_t in_place_ld, int64_t j0, int64_t width,
+                 const Row& row) const {
+    if (in_place != nullptr && j0 + NR <= n) return {in_place, in_place_ld};
     for (int64_t r = 0; r < NR; ++r) {
+      T* dst = buf + static_cast<size_t>(r) * stride;
       if (j0 + r < n) {
-        row(j0 + r, panel + r * stride);
+        row(j0 + r, dst);
       } else {
-        std::fill_n(panel + r * stride, width, T{});
+        std::fill_n(dst, width, T{});
       }
     }
+    return {buf, stride};
   }
   // micro(tile, c, full) for the tiles of panel j0 (c: its outputs in ct, ldc apart; full: 2L
   // tokens, else L), after_tile() after each; then the rows finished when `last_k_block`.
@@ -656,26 +668,21 @@ void float_weights_gemm_tokens(const GemmWeights& w, int64_t r0, int64_t r1, con
       // alternating, Intel Xeon VM, one thread, 2048 x 2048 weights in L3 and from memory).
       // Padding the copied panel's rows off multiples of 4 KiB (against load/store aliasing)
       // changed nothing for F16.
-      const float* pw = panel;
-      size_t ldp = kKc;
-      if (w.type == GgmlType::F32 && j0 + NR <= n) {
-        pw = reinterpret_cast<const float*>(first + static_cast<size_t>(j0) * stride) + k0;
-        ldp = stride / 4;
-      } else {
-        f.fill_panel(panel, kKc, j0, kc, [&](int64_t j, float* dst) {
-          ActRows::convert<V>(w.type, first + static_cast<size_t>(j) * stride + static_cast<size_t>(k0) * elem, kc,
-                              dst);
-        });
-      }
+      const float* in_place =
+          w.type == GgmlType::F32 ? reinterpret_cast<const float*>(first + static_cast<size_t>(j0) * stride) + k0
+                                  : nullptr;
+      const auto pw = f.panel(panel, kKc, in_place, stride / 4, j0, kc, [&](int64_t j, float* dst) {
+        ActRows::convert<V>(w.type, first + static_cast<size_t>(j) * stride + static_cast<size_t>(k0) * elem, kc, dst);
+      });
       NextPanel next(j0, NR, n, k0, kc, k, m, 2 * L);
       const size_t next_bytes = static_cast<size_t>(std::min(kKc, k - next.k0)) * elem;
       f.panel_tiles(
           j0, k0 + kc == k,
           [&](const float* tile, float* c, bool full) {
             if (full) {
-              float_micro_tokens<V, NR, 2>(kc, tile, pw, ldp, c, f.ldc, k0 == 0);
+              float_micro_tokens<V, NR, 2>(kc, tile, pw.p, pw.ld, c, f.ldc, k0 == 0);
             } else {
-              float_micro_tokens<V, NR, 1>(kc, tile, pw, ldp, c, f.ldc, k0 == 0);
+              float_micro_tokens<V, NR, 1>(kc, tile, pw.p, pw.ld, c, f.ldc, k0 == 0);
             }
           },
           [&] {
