@@ -10,8 +10,15 @@
 // Between jobs a thread first SPINS for a short, bounded time (kSpinMicros, with the CPU's pause
 // hint), then BLOCKS on a condition variable: one decoded token is ~100 jobs separated by
 // microseconds of serial work, so the spin saves a futex wake-up per job, and the bound keeps an
-// idle pool at zero CPU. The calling thread takes part in every job, so ThreadPool(1) runs
-// everything inline with no worker threads at all.
+// idle pool at zero CPU. The spin also has to outlast the wait at a job's end, while the other
+// thread finishes its last range (about 100 us of a TinyLlama-shaped F16 decode's FFN): at 50 us
+// the worker of a 2-thread F16 decode on a 2-core AMD EPYC VM was idle for about a third of the
+// decode (/proc/stat), blocking and being woken at most jobs; at 500 us, alternating runs of
+// `ar-bench -t 2 -p 128 -n 32 -r 3` decoded 1.08x as fast for F16 (0.95-1.12, 5 pairs), BF16
+// (1.03-1.08, 3) and Q4_0 (0.95-1.16, 4), Q4_0 prefill pp128 at 0.98x (0.92-1.04, 5), and 2
+// threads next to a spinning process decoded as fast as with 50 us. 2000 us was no faster.
+// The calling thread takes part in every job, so ThreadPool(1) runs everything inline with no
+// worker threads at all.
 //
 // When the host is oversubscribed anyway, a worker can be descheduled in the middle of a task,
 // and the caller then waits a scheduler time slice for it. The caller notices (it waited far
@@ -57,8 +64,8 @@ class ThreadPool {
   void parallel_ranges(size_t n, size_t min_chunk,
                        const std::function<void(size_t begin, size_t end, int thread)>& fn);
 
- // Upper bound on one spin phase, in microseconds, before blocking.
-  static constexpr int kSpinMicros = 50;
+  // Upper bound on one spin phase, in microseconds, before blocking.
+  static constexpr int kSpinMicros = 500;
   static constexpr size_t kRangesPerThread = 4;
   static constexpr int kStragglerFactor = 4;
   static constexpr int kStragglerSlackMicros = 200;
