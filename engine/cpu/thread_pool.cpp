@@ -87,8 +87,7 @@ void ThreadPool::worker_loop(int thread) {
 void ThreadPool::parallel_for(size_t n_tasks,
                               const std::function<void(size_t task, int thread)>& fn) {
   if (n_tasks == 0) return;
-  if (workers_.empty() || n_tasks == 1 || inline_jobs_left_ > 0) {
-    if (inline_jobs_left_ > 0 && n_tasks > 1) --inline_jobs_left_;
+  if (workers_.empty() || n_tasks == 1 || Clock::now() < inline_until_) {
     for (size_t i = 0; i < n_tasks; ++i) fn(i, 0);
     return;
   }
@@ -105,7 +104,6 @@ void ThreadPool::parallel_for(size_t n_tasks,
     { std::lock_guard<std::mutex> lock(mu_); }
     cv_start_.notify_all();
   }
-  using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   const size_t ran = run_tasks(0);
   const auto own_done = Clock::now();
@@ -123,11 +121,13 @@ void ThreadPool::parallel_for(size_t n_tasks,
   const auto waited = Clock::now() - own_done;
   const Clock::duration mean_task = ran > 0 ? (own_done - start) / static_cast<Clock::rep>(ran) : Clock::duration::zero();
   if (ran > 0 && waited > kStragglerFactor * mean_task + std::chrono::microseconds(kStragglerSlackMicros)) {
-    inline_backoff_ = std::min(kMaxInlineJobs, std::max(kMinInlineJobs, 2 * inline_backoff_));
-    inline_jobs_left_ = inline_backoff_;
+    const Clock::duration least = std::chrono::microseconds(kMinInlineMicros);
+    const Clock::duration most = std::chrono::microseconds(kMaxInlineMicros);
+    inline_backoff_ = std::min(most, std::max(least, 2 * inline_backoff_));
+    inline_until_ = Clock::now() + inline_backoff_;
     clean_jobs_ = 0;
   } else if (++clean_jobs_ >= kCleanJobsToReset) {
-    inline_backoff_ = 0;
+    inline_backoff_ = Clock::duration::zero();
   }
 }
 

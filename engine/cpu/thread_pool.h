@@ -23,14 +23,21 @@
 // When the host is oversubscribed anyway, a worker can be descheduled in the middle of a task,
 // and the caller then waits a scheduler time slice for it. The caller notices (it waited far
 // longer than one of its own tasks takes, kStragglerFactor x its mean task time plus
-// kStragglerSlackMicros) and runs the next jobs alone: kMinInlineJobs after the first such wait,
-// doubling up to kMaxInlineJobs while it recurs, back to none after kCleanJobsToReset parallel
-// jobs in a row without a straggler. So
-// --threads 2 next to a busy process degrades towards the 1-thread speed instead of below it.
+// kStragglerSlackMicros) and runs the next jobs alone for a while: kMinInlineMicros after the
+// first such wait, doubling up to kMaxInlineMicros while it recurs, back to the minimum after
+// kCleanJobsToReset parallel jobs in a row without a straggler. So --threads 2 next to a busy
+// process degrades towards the 1-thread speed instead of below it. The stretch is a time, not a
+// number of jobs: it had been 64 jobs at first, about 40 ms of a 2-thread F16 decode of a
+// TinyLlama-shaped model but half a second of its 128-token prefill (64 of its ~180 jobs). On a
+// quiet 2-core AMD EPYC VM, where a worker is still preempted now and then, some 2-thread F16
+// pp128 runs had run at 60-78 tok/s instead of 85-95; alternating before/after (8 pairs) the time
+// stretch ran F16 pp128 1.10x (0.94-1.47) and decode 1.11x, BF16 (4 pairs) 0.95x and 1.07x, and
+// next to a spinning process 2 threads still ran as fast as 1 (README "Speed").
 //
 // REQUIRES: external synchronization — one job at a time (parallel_for is not re-entrant and
 // must not be called from inside a task).
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
@@ -69,12 +76,16 @@ class ThreadPool {
   static constexpr size_t kRangesPerThread = 4;
   static constexpr int kStragglerFactor = 4;
   static constexpr int kStragglerSlackMicros = 200;
-  static constexpr size_t kMinInlineJobs = 64;
-  static constexpr size_t kMaxInlineJobs = 4096;
+  static constexpr int kMinInlineMicros = 25'000;
+  static constexpr int kMaxInlineMicros = 1'600'000;
   static constexpr size_t kCleanJobsToReset = 256;
 
-  // Jobs still to run on the calling thread alone after a straggler (for tests and reports).
-  size_t inline_jobs_left() const { return inline_jobs_left_; }
+  using Clock = std::chrono::steady_clock;
+  // Until when the calling thread runs every job alone after a straggler (a time in the past when
+  // it does not), and the length of the last such stretch (zero before the first): for tests
+  // and reports.
+  Clock::time_point inline_until() const { return inline_until_; }
+  Clock::duration inline_stretch() const { return inline_backoff_; }
 
  private:
   void worker_loop(int thread);
@@ -102,8 +113,8 @@ class ThreadPool {
   std::atomic<int> sleepers_{0};       // workers blocked (or about to block) on cv_start_
   std::atomic<bool> main_waiting_{false};
   std::atomic<bool> stop_{false};
-  size_t inline_jobs_left_ = 0;  // caller thread only
-  size_t inline_backoff_ = 0;    // caller thread only: length of the last inline stretch
+  Clock::time_point inline_until_{};     // caller thread only
+  Clock::duration inline_backoff_{};     // caller thread only: length of the last inline stretch
   size_t clean_jobs_ = 0;        // caller thread only: parallel jobs since the last straggler
 };
 

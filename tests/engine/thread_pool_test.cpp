@@ -108,10 +108,11 @@ TEST(ThreadPool, IdlePoolBlocksInsteadOfSpinning) {
 }
 
 // A worker that is still busy long after the caller's own tasks are done (here it sleeps, as a
-// descheduled one would) makes the caller run the next jobs alone, and they stay correct.
+// descheduled one would) makes the caller run the next jobs alone for kMinInlineMicros, and they
+// stay correct; a straggler within that stretch's successors doubles it.
 TEST(ThreadPool, StragglerMakesTheCallerRunTheNextJobsAlone) {
   ThreadPool pool(2);
-  for (int attempt = 0; attempt < 5 && pool.inline_jobs_left() == 0; ++attempt) {
+  const auto straggle = [&] {
     pool.parallel_for(64, [](size_t, int thread) {
       if (thread == 0) {
         std::this_thread::sleep_for(std::chrono::microseconds(100));
@@ -119,12 +120,19 @@ TEST(ThreadPool, StragglerMakesTheCallerRunTheNextJobsAlone) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
     });
+  };
+  for (int attempt = 0; attempt < 5 && pool.inline_stretch() == ThreadPool::Clock::duration::zero(); ++attempt) {
+    straggle();
   }
-  ASSERT_EQ(pool.inline_jobs_left(), ThreadPool::kMinInlineJobs);
+  ASSERT_EQ(pool.inline_stretch(), std::chrono::microseconds(ThreadPool::kMinInlineMicros));
+  ASSERT_LT(ThreadPool::Clock::now(), pool.inline_until());
   std::vector<int> threads(8, -1);
   pool.parallel_for(8, [&](size_t task, int thread) { threads[task] = thread; });
   EXPECT_EQ(threads, std::vector<int>(8, 0));
-  EXPECT_EQ(pool.inline_jobs_left(), ThreadPool::kMinInlineJobs - 1);
+  // Once the stretch is over, jobs are shared again; the next straggler doubles the stretch.
+  std::this_thread::sleep_until(pool.inline_until() + std::chrono::milliseconds(1));
+  for (int attempt = 0; attempt < 5 && pool.inline_until() < ThreadPool::Clock::now(); ++attempt) straggle();
+  EXPECT_EQ(pool.inline_stretch(), std::chrono::microseconds(2 * ThreadPool::kMinInlineMicros));
 }
 
 }  // namespace
