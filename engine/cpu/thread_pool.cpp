@@ -121,13 +121,11 @@ void ThreadPool::parallel_for(size_t n_tasks,
   const auto waited = Clock::now() - own_done;
   const Clock::duration mean_task = ran > 0 ? (own_done - start) / static_cast<Clock::rep>(ran) : Clock::duration::zero();
   if (ran > 0 && waited > kStragglerFactor * mean_task + std::chrono::microseconds(kStragglerSlackMicros)) {
-    const Clock::duration least = std::chrono::microseconds(kMinInlineMicros);
-    const Clock::duration most = std::chrono::microseconds(kMaxInlineMicros);
-    inline_backoff_ = std::min(most, std::max(least, 2 * inline_backoff_));
-    inline_until_ = Clock::now() + inline_backoff_;
+    inline_stretch_ = std::clamp<Clock::duration>(2 * inline_stretch_, kMinInline, kMaxInline);
+    inline_until_ = Clock::now() + inline_stretch_;
     clean_jobs_ = 0;
   } else if (++clean_jobs_ >= kCleanJobsToReset) {
-    inline_backoff_ = Clock::duration::zero();
+    inline_stretch_ = Clock::duration::zero();
   }
 }
 

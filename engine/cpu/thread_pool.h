@@ -23,8 +23,8 @@
 // When the host is oversubscribed anyway, a worker can be descheduled in the middle of a task,
 // and the caller then waits a scheduler time slice for it. The caller notices (it waited far
 // longer than one of its own tasks takes, kStragglerFactor x its mean task time plus
-// kStragglerSlackMicros) and runs the next jobs alone for a while: kMinInlineMicros after the
-// first such wait, doubling up to kMaxInlineMicros while it recurs, back to the minimum after
+// kStragglerSlackMicros) and runs the next jobs alone for a while: kMinInline after the first
+// such wait, doubling up to kMaxInline while it recurs, back to the minimum after
 // kCleanJobsToReset parallel jobs in a row without a straggler. So --threads 2 next to a busy
 // process degrades towards the 1-thread speed instead of below it. The stretch is a time, not a
 // number of jobs: it had been 64 jobs at first, about 40 ms of a 2-thread F16 decode of a
@@ -76,16 +76,16 @@ class ThreadPool {
   static constexpr size_t kRangesPerThread = 4;
   static constexpr int kStragglerFactor = 4;
   static constexpr int kStragglerSlackMicros = 200;
-  static constexpr int kMinInlineMicros = 25'000;
-  static constexpr int kMaxInlineMicros = 1'600'000;
+  using Clock = std::chrono::steady_clock;
+  static constexpr std::chrono::microseconds kMinInline{25'000};
+  static constexpr std::chrono::microseconds kMaxInline{1'600'000};
   static constexpr size_t kCleanJobsToReset = 256;
 
-  using Clock = std::chrono::steady_clock;
   // Until when the calling thread runs every job alone after a straggler (a time in the past when
   // it does not), and the length of the last such stretch (zero before the first): for tests
   // and reports.
   Clock::time_point inline_until() const { return inline_until_; }
-  Clock::duration inline_stretch() const { return inline_backoff_; }
+  Clock::duration inline_stretch() const { return inline_stretch_; }
 
  private:
   void worker_loop(int thread);
@@ -114,7 +114,7 @@ class ThreadPool {
   std::atomic<bool> main_waiting_{false};
   std::atomic<bool> stop_{false};
   Clock::time_point inline_until_{};     // caller thread only
-  Clock::duration inline_backoff_{};     // caller thread only: length of the last inline stretch
+  Clock::duration inline_stretch_{};     // caller thread only: length of the last inline stretch
   size_t clean_jobs_ = 0;        // caller thread only: parallel jobs since the last straggler
 };
 

@@ -108,8 +108,8 @@ TEST(ThreadPool, IdlePoolBlocksInsteadOfSpinning) {
 }
 
 // A worker that is still busy long after the caller's own tasks are done (here it sleeps, as a
-// descheduled one would) makes the caller run the next jobs alone for kMinInlineMicros, and they
-// stay correct; a straggler within that stretch's successors doubles it.
+// descheduled one would) makes the caller run the next jobs alone for kMinInline, and they stay
+// correct; the next straggler doubles the stretch.
 TEST(ThreadPool, StragglerMakesTheCallerRunTheNextJobsAlone) {
   ThreadPool pool(2);
   const auto straggle = [&] {
@@ -124,7 +124,7 @@ TEST(ThreadPool, StragglerMakesTheCallerRunTheNextJobsAlone) {
   for (int attempt = 0; attempt < 5 && pool.inline_stretch() == ThreadPool::Clock::duration::zero(); ++attempt) {
     straggle();
   }
-  ASSERT_EQ(pool.inline_stretch(), std::chrono::microseconds(ThreadPool::kMinInlineMicros));
+  ASSERT_EQ(pool.inline_stretch(), ThreadPool::kMinInline);
   ASSERT_LT(ThreadPool::Clock::now(), pool.inline_until());
   std::vector<int> threads(8, -1);
   pool.parallel_for(8, [&](size_t task, int thread) { threads[task] = thread; });
@@ -132,7 +132,7 @@ TEST(ThreadPool, StragglerMakesTheCallerRunTheNextJobsAlone) {
   // Once the stretch is over, jobs are shared again; the next straggler doubles the stretch.
   std::this_thread::sleep_until(pool.inline_until() + std::chrono::milliseconds(1));
   for (int attempt = 0; attempt < 5 && pool.inline_until() < ThreadPool::Clock::now(); ++attempt) straggle();
-  EXPECT_EQ(pool.inline_stretch(), std::chrono::microseconds(2 * ThreadPool::kMinInlineMicros));
+  EXPECT_EQ(pool.inline_stretch(), 2 * ThreadPool::kMinInline);
 }
 
 }  // namespace
