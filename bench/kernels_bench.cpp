@@ -9,7 +9,9 @@
 // huge pages).
 // Reported per case: median seconds per sweep over --reps sweeps, weight GB/s, and the ratio to
 // the STREAM-style triad measured in the same run, on one thread (the decode efficiency of the
-// kernel alone, without attention, norms or the thread pool).
+// kernel alone, without attention, norms or the thread pool). With --threads N (> 1) each matrix
+// is instead one job of a ThreadPool(N), its rows split as the backend's decode splits them
+// (parallel_ranges); the triad stays the one-thread figure.
 // With --gemm-tokens T (> 0), also the batched matmul kernels (engine/cpu/gemm.h) of each SIMD set
 // on one thread: one matrix of the same shape (in L3, not L2) times T tokens of activations, or
 // with --gemm-matrices N the product of each of N copies of it in turn (N·size beyond the L3:
@@ -40,6 +42,7 @@
 #include "engine/cpu/cpu_features.h"
 #include "engine/cpu/gemm.h"
 #include "engine/cpu/quant.h"
+#include "engine/cpu/thread_pool.h"
 #include "engine/ggml_types.h"
 #include "engine/quantize.h"
 
@@ -109,8 +112,9 @@ int main(int argc, char** argv) {
   int gemm_tokens = 0;
   int gemm_matrices = 1;
   std::vector<int> gemm_splits;
+  int threads = 1;
   std::string out;
-  CLI::App app{"kakeya_kernels_bench — one-thread decode mat-vec GB/s per kernel set and weight layout (JSON)"};
+  CLI::App app{"kakeya_kernels_bench — decode mat-vec GB/s per kernel set and weight layout, one thread or --threads (JSON)"};
   app.add_option("--types", types, "Weight types")->delimiter(',')->capture_default_str();
   app.add_option("--matrices", matrices, "Distinct matrices streamed per sweep")->capture_default_str()->check(CLI::Range(1, 512));
   app.add_option("--reps", reps, "Timed sweeps per case")->capture_default_str()->check(CLI::Range(1, 1000));
@@ -131,6 +135,10 @@ int main(int argc, char** argv) {
                  "tasks), for each S given, alternating within every rep (ratios side by side)")
       ->delimiter(',')
       ->check(CLI::Range(1, 1024));
+  app.add_option("--threads", threads,
+                 "Threads of the mat-vec cases (the backend's pool and row ranges: one job per matrix)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
   app.add_option("--out", out, "JSON output (default: stdout only)");
   CLI11_PARSE(app, argc, argv);
   if (cols % 32 != 0) {
@@ -145,6 +153,7 @@ int main(int argc, char** argv) {
   const double triad_before = triad_gb_s(256, 5);
 
   nlohmann::json cases = nlohmann::json::array();
+  ThreadPool pool(threads);
   std::mt19937 rng(1);
   std::vector<float> y(static_cast<size_t>(rows));
   std::vector<float> x(static_cast<size_t>(cols));
@@ -185,11 +194,19 @@ int main(int argc, char** argv) {
         for (size_t l = 0; l < layouts.size(); ++l) {
           const auto t0 = Clock::now();
           for (int m = 0; m < matrices; ++m) {
-            if (layouts[l] == "packed") {
-              k.matvec_packed(*type, packed[static_cast<size_t>(m)].data(), cols, 0, rows, act, y.data());
-            } else {
-              k.matvec(*type, row_major[static_cast<size_t>(m)].data(), cols, 0, rows, act, y.data());
-            }
+            const bool is_packed = layouts[l] == "packed";
+            const uint8_t* wm = (is_packed ? packed : row_major)[static_cast<size_t>(m)].data();
+            // Ranges of whole packed groups (16 rows) or of 32 rows, as the backend's decode.
+            const size_t unit = is_packed ? static_cast<size_t>(kPackRows) : 1;
+            const size_t units = (static_cast<size_t>(rows) + unit - 1) / unit;
+            pool.parallel_ranges(units, (32 + unit - 1) / unit, [&](size_t ua, size_t ub, int) {
+              const int64_t r0 = static_cast<int64_t>(ua * unit), r1 = std::min(rows, static_cast<int64_t>(ub * unit));
+              if (is_packed) {
+                k.matvec_packed(*type, wm, cols, r0, r1, act, y.data() + r0);
+              } else {
+                k.matvec(*type, wm, cols, r0, r1, act, y.data() + r0);
+              }
+            });
           }
           if (r > 0) s[l].push_back(seconds_since(t0));
         }
@@ -315,6 +332,7 @@ int main(int argc, char** argv) {
   nlohmann::json doc = {{"bench", "kernels"},
                         {"cpu_features", cpu_features().to_string()},
                         {"matrix", {{"rows", rows}, {"cols", cols}, {"count", matrices}}},
+                        {"threads", threads},
                         {"reps", reps},
                         {"triad_gb_s_1t", {{"before", triad_before}, {"after", triad_after}, {"used", triad}}},
                         {"cases", cases},
