@@ -394,8 +394,9 @@ inline __m512i transpose_sum4(__m512i q0, __m512i q1, __m512i q2, __m512i q3) {
 // super-block at a time (a horizontal sum, scalar scale unpacking and scalar products per
 // super-block, VPMADDUBSW + VPDPWSSD with 4 VPERMW-picked scale vectors), one thread on the 2-core
 // AMD EPYC (Zen 4) VM, kakeya_kernels_bench 5632×2048, 3 alternating runs: Q4_K in cache
-// 18.1-20.9 -> 26.6-27.3 GB/s, from memory (24 matrices) 14.9-16.2 -> 18.0-20.9; synth TinyLlama
-// Q4_K decode on one thread 26.8-30.0 -> 33.4-35.1 tok/s (4 alternating pairs).
+// 18.1-21.2 -> 29.7-30.2 GB/s, from memory (24 matrices) 12.5-16.3 -> 17.0-18.5, Q6_K in cache
+// 21.9-28.3 -> 27.1-29.5 and level from memory; synth TinyLlama Q4_K decode on one thread
+// 26.8-30.0 -> 33.4-35.1 tok/s (4 alternating pairs), Q6_K level (bench/README.md).
 constexpr int64_t kKGroup = 4;
 
 // Q6_K: VPDPBUSD of the 6-bit quants (stored +32, so unsigned) with the activations gives each
