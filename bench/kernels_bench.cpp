@@ -196,7 +196,8 @@ int main(int argc, char** argv) {
           for (int m = 0; m < matrices; ++m) {
             const bool is_packed = layouts[l] == "packed";
             const uint8_t* wm = (is_packed ? packed : row_major)[static_cast<size_t>(m)].data();
-            // Ranges of whole packed groups (16 rows) or of 32 rows, as the backend's decode.
+            // Ranges of whole packed groups (16 rows) and at least 32 rows, as the backend's decode
+            // (which also keeps 32 KiB a range: no more than 32 rows at the default 2048 columns).
             const size_t unit = is_packed ? static_cast<size_t>(kPackRows) : 1;
             const size_t units = (static_cast<size_t>(rows) + unit - 1) / unit;
             pool.parallel_ranges(units, (32 + unit - 1) / unit, [&](size_t ua, size_t ub, int) {

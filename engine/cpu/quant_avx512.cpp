@@ -90,8 +90,9 @@ inline void prefetch_lines(const uint8_t* p) {
 // 12.4), so those prefetch into L2 only.
 constexpr size_t kL1PrefetchBytes = 128;
 
-// Keeps the compiler from fusing the multiply that produced v with a later add.
-inline __m512 keep_rounded(__m512 v) {
+// Keeps the compiler from fusing the multiply that produced v (an __m512 or __m256) with a later add.
+template <class V>
+inline V keep_rounded(V v) {
   __asm__("" : "+v"(v));
   return v;
 }
@@ -378,9 +379,12 @@ inline void q6k_half(const uint8_t* ql, const uint8_t* qh, __m512i* a, __m512i* 
   *b = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), low4), _mm512_and_si512(hh, bits45));
 }
 
-// The sums of the 16 int32 lanes of q0..q3 (zero vectors past the ones used), in every 128-bit
-// lane as [Σq0, Σq1, Σq2, Σq3] (exact: the integer adds in another order).
-inline __m512i transpose_sum4(__m512i q0, __m512i q1, __m512i q2, __m512i q3) {
+// The sums of the 16 int32 lanes of q[0..G) (G <= 4), in every 128-bit lane as
+// [Σq0, Σq1, Σq2, Σq3], zero past G (exact: the integer adds in another order).
+template <int G>
+inline __m512i transpose_sum(const __m512i* q) {
+  const __m512i z = _mm512_setzero_si512();
+  const __m512i q0 = q[0], q1 = G > 1 ? q[1] : z, q2 = G > 2 ? q[2] : z, q3 = G > 3 ? q[3] : z;
   const __m512i t01 = _mm512_add_epi32(_mm512_unpacklo_epi32(q0, q1), _mm512_unpackhi_epi32(q0, q1));
   const __m512i t23 = _mm512_add_epi32(_mm512_unpacklo_epi32(q2, q3), _mm512_unpackhi_epi32(q2, q3));
   __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi64(t01, t23), _mm512_unpackhi_epi64(t01, t23));
@@ -389,7 +393,7 @@ inline __m512i transpose_sum4(__m512i q0, __m512i q1, __m512i q2, __m512i q3) {
 }
 
 // The K-quant kernels below take a row kKGroup super-blocks at a time: each super-block's exact
-// integer total in 16 int32 lanes, the group's totals reduced together (transpose_sum4) and their
+// integer total in 16 int32 lanes, the group's totals reduced together (transpose_sum) and their
 // f32 products taken in one vector; only the final adds, in order, are scalar. Against one
 // super-block at a time (a horizontal sum, scalar scale unpacking and scalar products per
 // super-block, VPMADDUBSW + VPDPWSSD with 4 VPERMW-picked scale vectors), one thread on the 2-core
@@ -398,6 +402,20 @@ inline __m512i transpose_sum4(__m512i q0, __m512i q1, __m512i q2, __m512i q3) {
 // 21.9-28.3 -> 27.1-29.5 and level from memory; synth TinyLlama Q4_K decode on one thread
 // 26.8-30.0 -> 33.4-35.1 tok/s (4 alternating pairs), Q6_K level (bench/README.md).
 constexpr int64_t kKGroup = 4;
+
+// Calls f.template operator()<G>(i) for each group of a row of nb super-blocks: i = 0, kKGroup,
+// ..., G = kKGroup but for a shorter last group.
+template <class F>
+inline void each_kgroup(int64_t nb, const F& f) {
+  int64_t i = 0;
+  for (; i + kKGroup <= nb; i += kKGroup) f.template operator()<kKGroup>(i);
+  switch (nb - i) {
+    case 3: f.template operator()<3>(i); break;
+    case 2: f.template operator()<2>(i); break;
+    case 1: f.template operator()<1>(i); break;
+    default: break;
+  }
+}
 
 // Q6_K: VPDPBUSD of the 6-bit quants (stored +32, so unsigned) with the activations gives each
 // 16-element sub-block's products in 4 int32 lanes, one 128-bit lane per sub-block
@@ -443,10 +461,9 @@ inline void q6k_group(const BlockQ6_K* const* x, const BlockQ8_K* y, int64_t i, 
       d[r][b] = x[r][i + b].d;
     }
   }
-  const __m512i z = _mm512_setzero_si512();
 #pragma GCC unroll 2
   for (int r = 0; r < R; ++r) {
-    const __m512i sum = transpose_sum4(q[r][0], G > 1 ? q[r][1] : z, G > 2 ? q[r][2] : z, G > 3 ? q[r][3] : z);
+    const __m512i sum = transpose_sum<G>(q[r]);
     const __m128 scale = _mm_mul_ps(_mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(d[r]))),
                                     _mm_load_ps(da));
     const __m128 p = _mm_mul_ps(_mm_cvtepi32_ps(_mm512_castsi512_si128(sum)), scale);
@@ -465,14 +482,7 @@ inline void q6k_rows(const BlockQ6_K* const* x, const BlockQ8_K* y, int64_t nb, 
   static const __m512i kPick23 = scale_index([](int m) { return (m % 8 < 4 ? 8 : 12) + m / 8; });
   const __m512i pick01 = kPick01, pick23 = kPick23;
   float s[R] = {};
-  int64_t i = 0;
-  for (; i + kKGroup <= nb; i += kKGroup) q6k_group<R, kKGroup>(x, y, i, pick01, pick23, pf, s);
-  switch (nb - i) {
-    case 3: q6k_group<R, 3>(x, y, i, pick01, pick23, pf, s); break;
-    case 2: q6k_group<R, 2>(x, y, i, pick01, pick23, pf, s); break;
-    case 1: q6k_group<R, 1>(x, y, i, pick01, pick23, pf, s); break;
-    default: break;
-  }
+  each_kgroup(nb, [&]<int G>(int64_t i) { q6k_group<R, G>(x, y, i, pick01, pick23, pf, s); });
   for (int r = 0; r < R; ++r) out[r] = s[r];
 }
 
@@ -521,7 +531,7 @@ const Q4kActivations& q4k_activations(const BlockQ8_K* y, int64_t nb) {
 struct Q4kGroupConstants {
   __m512i low4 = _mm512_set1_epi8(0x0F);
   // Per 128-bit lane k of the packed pairs (sub-blocks A|B of two chunks), the int16 scale of
-  // each 4 lanes: k < 2 the first sub-block of each chunk, k >= 2 the second (see q4k_group).
+  // each 4 lanes: k < 2 the first sub-block of each chunk, k >= 2 the second (see q4k_sum_q).
   __m512i pick01 = scale_bytes(0, 1, 2, 3);
   __m512i pick23 = scale_bytes(4, 5, 6, 7);
 
@@ -589,11 +599,6 @@ inline __m512i q4k_sum_q(const BlockQ4_K& b, const __m512i* a, __m512i scale_byt
   return _mm512_dpwssd_epi32(acc, _mm512_packs_epi32(p2, p3), s23);
 }
 
-inline __m256 keep_rounded256(__m256 v) {
-  __asm__("" : "+v"(v));
-  return v;
-}
-
 // Adds the terms of G super-blocks of one row to s: q[0..G) their Σq lanes, raw their headers
 // (q4k_headers), sm their scale/min bytes, sums and da2 the group's activation sums and scales.
 template <int G>
@@ -602,10 +607,7 @@ inline float q4k_combine(float s, const __m512i* q, __m512i raw, __m512i sm, con
   __m512i m = _mm512_madd_epi16(_mm512_unpackhi_epi8(sm, _mm512_setzero_si512()), _mm512_loadu_si512(sums));
   m = _mm512_add_epi32(m, _mm512_shuffle_epi32(m, _MM_PERM_BADC));
   m = _mm512_add_epi32(m, _mm512_shuffle_epi32(m, _MM_PERM_CDAB));  // lane b: Σm_b in every element
-  // Σq: the four 16-lane totals transposed into one lane [Σq0, Σq1, Σq2, Σq3] (zero past G).
-  const __m512i z = _mm512_setzero_si512();
-  const __m512i q0 = q[0], q1 = G > 1 ? q[1] : z, q2 = G > 2 ? q[2] : z, q3 = G > 3 ? q[3] : z;
-  const __m512i u = transpose_sum4(q0, q1, q2, q3);  // every lane [Σq0..Σq3]
+  const __m512i u = transpose_sum<G>(q);  // every lane [Σq0..Σq3]
   // Σm_b sits at element 5b of m; interleave to [Σq0, Σm0, Σq1, Σm1, ...].
   const __m512i qm = _mm512_permutexvar_epi32(_mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 15, 3, 10, 2, 5, 1, 0, 4),
                                               _mm512_mask_blend_epi32(0x8421, u, m));
@@ -613,7 +615,7 @@ inline float q4k_combine(float s, const __m512i* q, __m512i raw, __m512i sm, con
   const __m128i dd = _mm512_castsi512_si128(
       _mm512_permutexvar_epi32(_mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0), raw));
   const __m256 scale = _mm256_mul_ps(_mm256_cvtph_ps(dd), _mm256_loadu_ps(da2));
-  const __m256 p = keep_rounded256(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm512_castsi512_si256(qm)), scale));
+  const __m256 p = keep_rounded(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm512_castsi512_si256(qm)), scale));
   const __m256 t = _mm256_sub_ps(p, _mm256_movehdup_ps(p));  // elements 0, 2, 4, 6
   const __m128 t_lo = _mm256_castps256_ps128(t), t_hi = _mm256_extractf128_ps(t, 1);
   s += _mm_cvtss_f32(t_lo);
@@ -655,14 +657,7 @@ inline void q4k_rows(const BlockQ4_K* const* x, const Q4kActivations& ya, int64_
   const Q4kGroupConstants c = kConstants;
   const size_t pf = prefetch_bytes();
   float s[R] = {};
-  int64_t i = 0;
-  for (; i + kKGroup <= nb; i += kKGroup) q4k_group<R, kKGroup>(x, i, ya, c, pf, s);
-  switch (nb - i) {
-    case 3: q4k_group<R, 3>(x, i, ya, c, pf, s); break;
-    case 2: q4k_group<R, 2>(x, i, ya, c, pf, s); break;
-    case 1: q4k_group<R, 1>(x, i, ya, c, pf, s); break;
-    default: break;
-  }
+  each_kgroup(nb, [&]<int G>(int64_t i) { q4k_group<R, G>(x, i, ya, c, pf, s); });
   for (int r = 0; r < R; ++r) out[r] = s[r];
 }
 
