@@ -5,6 +5,7 @@
 #include "engine/cpu/quant.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -391,10 +392,18 @@ double portable_exp_sum_f32(float* row, int64_t n, float shift) {
   return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
 }
 
+// The newest kernel set the CPU can run, capped by kKernelIsaEnv where that names one.
+KernelIsa dispatched_isa() {
+  KernelIsa cap = KernelIsa::Avx512;
+  const char* env = std::getenv(kKernelIsaEnv);
+  if (env != nullptr && *env != '\0' && !parse_kernel_isa(env, &cap)) cap = KernelIsa::Avx512;
+  for (KernelIsa isa : {KernelIsa::Avx512, KernelIsa::Avx2})
+    if (static_cast<int>(isa) <= static_cast<int>(cap) && kernel_isa_available(isa)) return isa;
+  return KernelIsa::Portable;
+}
+
 const QuantKernels& active_kernels() {
-  static const QuantKernels& k = kernel_isa_available(KernelIsa::Avx512) ? detail::avx512_kernels()
-                                 : kernel_isa_available(KernelIsa::Avx2) ? detail::avx2_kernels()
-                                                                         : detail::portable_kernels();
+  static const QuantKernels& k = quant_kernels(dispatched_isa());
   return k;
 }
 
@@ -538,6 +547,16 @@ const char* kernel_isa_name(KernelIsa isa) {
     case KernelIsa::Portable: break;
   }
   return "portable";
+}
+
+bool parse_kernel_isa(const char* name, KernelIsa* isa) {
+  for (KernelIsa k : {KernelIsa::Portable, KernelIsa::Avx2, KernelIsa::Avx512}) {
+    if (std::strcmp(name, kernel_isa_name(k)) == 0) {
+      *isa = k;
+      return true;
+    }
+  }
+  return false;
 }
 
 bool kernel_isa_available(KernelIsa isa) {

@@ -29,7 +29,7 @@
 // single-accumulator order of llamafile's tinyBLAS differs from them by 6e-3 at one position).
 //
 // The public functions dispatch at run time (once, from cpu_features()) to the best kernel set the
-// CPU can run (active_kernel_isa()): AVX-512 (F/BW/VL/VNNI: the AVX2 set with 512-bit packed
+// CPU can run (active_kernel_isa(); KAKEYA_CPU_ISA caps it, see kKernelIsaEnv): AVX-512 (F/BW/VL/VNNI: the AVX2 set with 512-bit packed
 // mat-vec kernels, 512-bit F16/BF16/Q4_K/Q6_K mat-vec and VNNI dot products), else AVX2
 // (AVX2+FMA+F16C), else portable. No function allocates except quantize_activations when
 // `out.bytes` must grow, and the AVX-512 F16/BF16/Q4_K mat-vec when its thread-local copy of the
@@ -217,10 +217,21 @@ void matvec_packed(GgmlType type, const uint8_t* packed, int64_t n, int64_t r0, 
 
 // ---- Explicit kernel sets (for tests, benches and the dispatcher) ----
 // Avx512 = the Avx2 set with 512-bit VNNI packed mat-vec kernels (AVX-512 F/BW/VL/VNNI).
+// Ordered oldest to newest (the cap of kKernelIsaEnv compares them).
 enum class KernelIsa { Portable, Avx2, Avx512 };
 const char* kernel_isa_name(KernelIsa isa);  // "portable", "avx2", "avx512"
-KernelIsa active_kernel_isa();                // what the public functions use (the best available)
+KernelIsa active_kernel_isa();                // what the public functions use (see kKernelIsaEnv)
 bool kernel_isa_available(KernelIsa isa);     // Portable always; the others when the CPU can run them
+
+// The environment variable that caps the dispatcher's choice: "avx512", "avx2" or "portable" (case
+// as written). active_kernel_isa() is then the best set the CPU can run that is no newer than the
+// one named, as OpenBLAS's OPENBLAS_CORETYPE or oneDNN's ONEDNN_MAX_CPU_ISA cap theirs: to compare
+// the kernel sets on one machine (bench/README.md) or to rule one out. Unset or empty: no cap.
+// Read once, with the dispatch; a value that names no set caps nothing here, and the CPU backend
+// refuses to open with it (open_cpu_backend: "bad_param" naming the value).
+inline constexpr const char* kKernelIsaEnv = "KAKEYA_CPU_ISA";
+// Parses a kernel set's name as kernel_isa_name() writes it; false when `name` is none of them.
+bool parse_kernel_isa(const char* name, KernelIsa* isa);
 
 struct QuantKernels {
   void (*dequantize_row)(GgmlType, const void*, float*, int64_t);

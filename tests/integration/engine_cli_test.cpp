@@ -3,6 +3,7 @@
 // llama-perplexity's (tests/data/perplexity) and ar-bench's table formats.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -123,6 +124,34 @@ TEST(EngineCli, ArBenchPrintsLlamaBenchTablesWithoutAnOutDir) {
   EXPECT_EQ(rows[1]["samples_ts"].size(), 2u);
   auto bad = engine({"ar-bench", "-m", stories(), "-o", "sql"});
   EXPECT_NE(bad.exit_code, 0);
+}
+
+// KAKEYA_CPU_ISA caps the kernel set the engine dispatches to (engine/cpu/quant.h): each cap runs
+// the newest set at or below it that this CPU has, says so in the report and generates the same
+// greedy text; a name that is no kernel set is refused, naming it.
+TEST(EngineCli, KakeyaCpuIsaCapsTheKernelSetAndRefusesOtherNames) {
+  const std::vector<std::string> args = {(binary_dir() / "kakeya-engine").string(),
+                                         "generate", "-m", stories(), "-p", "Once upon a time", "-n", "4", "-t", "1",
+                                         "--json"};
+  auto best = run_cmd(args, {}, 300);
+  ASSERT_EQ(best.exit_code, 0) << best.err;
+  const json best_rep = json::parse(best.out);
+  const std::vector<std::string> order = {"portable", "avx2", "avx512"};
+  const auto rank = [&](const std::string& isa) { return std::find(order.begin(), order.end(), isa) - order.begin(); };
+  const std::string newest = best_rep["engine"]["kernel_isa"];
+  ASSERT_LT(rank(newest), 3) << newest;
+  for (const std::string& cap : order) {
+    auto r = run_cmd(args, {{"KAKEYA_CPU_ISA", cap}}, 300);
+    ASSERT_EQ(r.exit_code, 0) << cap << ": " << r.err;
+    const json rep = json::parse(r.out);
+    EXPECT_EQ(rep["engine"]["kernel_isa"], order[static_cast<size_t>(std::min(rank(cap), rank(newest)))]) << cap;
+    EXPECT_EQ(rep["engine"]["weights"]["layout"], cap == "portable" ? "row-major" : best_rep["engine"]["weights"]["layout"])
+        << cap;
+    EXPECT_EQ(rep["text"], best_rep["text"]) << cap;
+  }
+  auto bad = run_cmd(args, {{"KAKEYA_CPU_ISA", "avx9"}}, 300);
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("KAKEYA_CPU_ISA \"avx9\""), std::string::npos) << bad.err;
 }
 
 TEST(EngineCli, QuantizeWritesTheCopyInLlamaQuantizeArgumentOrderAndRefusesBadArguments) {
