@@ -16,6 +16,7 @@
 #include <limits>
 #include <vector>
 
+#include "engine/cpu/cpu_features.h"
 #include "engine/cpu/quant.h"
 #include "engine/cpu/quant_internal.h"
 
@@ -62,24 +63,28 @@ inline __m256 load_f16(const uint16_t* p) {
 }
 inline __m256 load_f32(const float* p) { return _mm256_loadu_ps(p); }
 
-template <typename T, __m256 (*Load)(const T*), float (*Scalar)(T)>
-float dot_dense(const T* w, const T* a, int64_t n) {
+inline float id_f32(float x) { return x; }
+
+// Σ w[i]·a[i] in four 8-lane f32 FMA accumulators, a in its own format X (by default the
+// weights'): the products are exact widenings of both operands, so a widened to f32 beforehand
+// (X = float) gives the same bits.
+template <typename T, __m256 (*Load)(const T*), float (*Scalar)(T), typename X = T, __m256 (*LoadX)(const X*) = Load,
+          float (*ScalarX)(X) = Scalar>
+float dot_dense(const T* w, const X* a, int64_t n) {
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(),
          acc3 = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
-    acc0 = _mm256_fmadd_ps(Load(w + i), Load(a + i), acc0);
-    acc1 = _mm256_fmadd_ps(Load(w + i + 8), Load(a + i + 8), acc1);
-    acc2 = _mm256_fmadd_ps(Load(w + i + 16), Load(a + i + 16), acc2);
-    acc3 = _mm256_fmadd_ps(Load(w + i + 24), Load(a + i + 24), acc3);
+    acc0 = _mm256_fmadd_ps(Load(w + i), LoadX(a + i), acc0);
+    acc1 = _mm256_fmadd_ps(Load(w + i + 8), LoadX(a + i + 8), acc1);
+    acc2 = _mm256_fmadd_ps(Load(w + i + 16), LoadX(a + i + 16), acc2);
+    acc3 = _mm256_fmadd_ps(Load(w + i + 24), LoadX(a + i + 24), acc3);
   }
-  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(Load(w + i), Load(a + i), acc0);
+  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(Load(w + i), LoadX(a + i), acc0);
   float s = hsum_ps(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-  for (; i < n; ++i) s += Scalar(w[i]) * Scalar(a[i]);
+  for (; i < n; ++i) s += Scalar(w[i]) * ScalarX(a[i]);
   return s;
 }
-
-inline float id_f32(float x) { return x; }
 inline float bf16_scalar(uint16_t h) { return bf16_to_fp32(h); }
 
 // ---- Q8_0 / Q4_0 against Q8_0 activations ----
@@ -672,6 +677,10 @@ inline float row_dot(const void* row, const void* a, int64_t n) {
 // one thread (5632×2048 matrices, 615-690 MB per sweep, the Xeon VM of bench/README.md) this reads
 // F16 12.2 GB/s, BF16 12.6, Q4_K 11.4 and Q6_K 9.7, against 9.6, 7.2, 7.8 and 7.5 for one stream
 // prefetching the row two ahead into L1 (T0). The rows' results do not depend on the order.
+// On AMD CPUs F16 and BF16 rows are read one at a time instead, with no software prefetch, as the
+// AVX-512 set reads them there (Dense16Order::kOneRow). One thread from memory on the 2-core AMD
+// EPYC (Zen 4) VM (kakeya_kernels_bench, 60 matrices of 5632×2048, alternating): F16 19.1-19.2 ->
+// 32.4 GB/s, BF16 24.2-24.5 -> 31.2-31.3 (BF16 also widening its activations once per call).
 template <GgmlType T>
 void rows_dot(const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act, float* y) {
   const size_t stride = ggml_row_bytes(T, n);
@@ -684,6 +693,25 @@ void rows_dot(const void* w, int64_t n, int64_t r0, int64_t r1, const Activation
     }
     y[r - r0] = row_dot<T>(base + static_cast<size_t>(r) * stride, a, n);
   };
+  if constexpr (T == GgmlType::F16 || T == GgmlType::BF16) {
+    static const bool one_row = cpu_features().amd();
+    if (one_row) {
+      const auto* ah = static_cast<const uint16_t*>(a);
+      const auto w16 = [&](int64_t r) { return reinterpret_cast<const uint16_t*>(base + static_cast<size_t>(r) * stride); };
+      if constexpr (T == GgmlType::F16) {
+        for (int64_t r = r0; r < r1; ++r) y[r - r0] = dot_dense<uint16_t, load_f16, fp16_to_fp32>(w16(r), ah, n);
+      } else {
+        // BF16 widens the activations to f32 once per call: each product then converts one
+        // operand instead of two (the same bits).
+        thread_local std::vector<float> xf;
+        xf.resize(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) xf[static_cast<size_t>(i)] = bf16_scalar(ah[i]);
+        for (int64_t r = r0; r < r1; ++r)
+          y[r - r0] = dot_dense<uint16_t, load_bf16, bf16_scalar, float, load_f32, id_f32>(w16(r), xf.data(), n);
+      }
+      return;
+    }
+  }
   const int64_t count = r1 - r0;
   const int64_t h = (count + 1) / 2;
   for (int64_t i = 0; i < count / 2; ++i) {
