@@ -621,8 +621,9 @@ TEST(Quant, SimdKernelSetsAgreeWithPortable) {
     std::mt19937 rng(99);
     for (GgmlType type : all_weight_types()) {
       const int64_t bs = ggml_block_size(type);
-      for (int64_t n : std::vector<int64_t>{bs, 3 * bs, 4 * bs, 6 * bs, 2048 + (bs == 1 ? 13 : 0)}) {
-        if (n % bs != 0) continue;
+      // 2048 + 13 and 53 = 32 + 16 + 5 leave float rows a tail after their 32- and 16-wide steps.
+      for (int64_t n : std::vector<int64_t>{bs, 3 * bs, 4 * bs, 6 * bs, 2048 + (bs == 1 ? 13 : 0), bs == 1 ? 53 : 0}) {
+        if (n == 0 || n % bs != 0) continue;
         SCOPED_TRACE(std::string(ggml_type_name(type)) + " n=" + std::to_string(n));
         const int64_t rows = 7;
         std::vector<uint8_t> w;
