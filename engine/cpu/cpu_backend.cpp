@@ -209,12 +209,10 @@ Result<std::unique_ptr<Backend>> open_cpu_backend(const BackendOptions& o) {
     return make_error("bad_param",
                       "cpu backend: weight_layout \"" + o.weight_layout + "\" is not auto, packed or row-major");
   }
-  if (const char* isa = std::getenv(kKernelIsaEnv); isa != nullptr && *isa != '\0') {
-    KernelIsa parsed;
-    if (!parse_kernel_isa(isa, &parsed)) {
-      return make_error("bad_param", std::string("cpu backend: ") + kKernelIsaEnv + " \"" + isa +
-                                         "\" is not avx512, avx2 or portable");
-    }
+  KernelIsa cap;
+  if (const char* unnamed = kernel_isa_cap(&cap); unnamed != nullptr) {
+    return make_error("bad_param", std::string("cpu backend: ") + kKernelIsaEnv + " \"" + unnamed +
+                                       "\" is not avx512, avx2 or portable");
   }
   KAKEYA_ASSIGN_OR_RETURN(MatmulMode mode, parse_matmul_mode(o.batched_matmul));
   KAKEYA_TRY(check_sgemm_threads(mode, o.threads, openblas_get_parallel()));

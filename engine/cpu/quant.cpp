@@ -394,9 +394,8 @@ double portable_exp_sum_f32(float* row, int64_t n, float shift) {
 
 // The newest kernel set the CPU can run, capped by kKernelIsaEnv where that names one.
 KernelIsa dispatched_isa() {
-  KernelIsa cap = KernelIsa::Avx512;
-  const char* env = std::getenv(kKernelIsaEnv);
-  if (env != nullptr && *env != '\0' && !parse_kernel_isa(env, &cap)) cap = KernelIsa::Avx512;
+  KernelIsa cap;
+  kernel_isa_cap(&cap);
   for (KernelIsa isa : {KernelIsa::Avx512, KernelIsa::Avx2})
     if (static_cast<int>(isa) <= static_cast<int>(cap) && kernel_isa_available(isa)) return isa;
   return KernelIsa::Portable;
@@ -549,14 +548,17 @@ const char* kernel_isa_name(KernelIsa isa) {
   return "portable";
 }
 
-bool parse_kernel_isa(const char* name, KernelIsa* isa) {
+const char* kernel_isa_cap(KernelIsa* cap) {
+  *cap = KernelIsa::Avx512;
+  const char* env = std::getenv(kKernelIsaEnv);
+  if (env == nullptr || *env == '\0') return nullptr;
   for (KernelIsa k : {KernelIsa::Portable, KernelIsa::Avx2, KernelIsa::Avx512}) {
-    if (std::strcmp(name, kernel_isa_name(k)) == 0) {
-      *isa = k;
-      return true;
+    if (std::strcmp(env, kernel_isa_name(k)) == 0) {
+      *cap = k;
+      return nullptr;
     }
   }
-  return false;
+  return env;
 }
 
 bool kernel_isa_available(KernelIsa isa) {

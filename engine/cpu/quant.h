@@ -230,8 +230,10 @@ bool kernel_isa_available(KernelIsa isa);     // Portable always; the others whe
 // Read once, with the dispatch; a value that names no set caps nothing here, and the CPU backend
 // refuses to open with it (open_cpu_backend: "bad_param" naming the value).
 inline constexpr const char* kKernelIsaEnv = "KAKEYA_CPU_ISA";
-// Parses a kernel set's name as kernel_isa_name() writes it; false when `name` is none of them.
-bool parse_kernel_isa(const char* name, KernelIsa* isa);
+// Reads kKernelIsaEnv: *cap = the set it names, or KernelIsa::Avx512 (no cap) when it is unset or
+// empty. Returns nullptr, or the variable's value when it names no set (names as kernel_isa_name()
+// writes them; *cap is then Avx512).
+const char* kernel_isa_cap(KernelIsa* cap);
 
 struct QuantKernels {
   void (*dequantize_row)(GgmlType, const void*, float*, int64_t);
