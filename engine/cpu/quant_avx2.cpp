@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -367,92 +368,211 @@ void avx2_matvec_packed(GgmlType type, const uint8_t* packed, int64_t n, int64_t
 
 // ---- K-quants against Q8_K activations (bit-identical to the portable kernels) ----
 
-// Unpacks the 12 Q4_K scale bytes into 8 scales (sc) and 8 mins (mn), all 6-bit: the same
-// mapping as q4k_scale_min, done on 32-bit words.
-inline void q4k_unpack_scales(const uint8_t* packed, uint8_t sc[8], uint8_t mn[8]) {
+// The scale/min words of a Q4_K header unpacked to bytes: [scales 0..3, scales 4..7, mins 0..3,
+// mins 4..7], all 6-bit (q4k_scale_min's mapping, done on 32-bit words), built in a register
+// (through stack bytes, an 8-byte load of two 4-byte stores stalls store-to-load forwarding).
+inline __m128i q4k_scales_mins(const uint8_t* packed) {
   constexpr uint32_t k6 = 0x3F3F3F3Fu, k4 = 0x0F0F0F0Fu, k2 = 0x03030303u;
   uint32_t w[3];
   std::memcpy(w, packed, 12);
-  const uint32_t s_lo = w[0] & k6;                                   // scales 0..3
-  const uint32_t m_lo = w[1] & k6;                                   // mins 0..3
-  const uint32_t s_hi = (w[2] & k4) | (((w[0] >> 6) & k2) << 4);     // scales 4..7
-  const uint32_t m_hi = ((w[2] >> 4) & k4) | (((w[1] >> 6) & k2) << 4);  // mins 4..7
-  std::memcpy(sc, &s_lo, 4);
-  std::memcpy(sc + 4, &s_hi, 4);
-  std::memcpy(mn, &m_lo, 4);
-  std::memcpy(mn + 4, &m_hi, 4);
+  const uint32_t s_lo = w[0] & k6;
+  const uint32_t m_lo = w[1] & k6;
+  const uint32_t s_hi = (w[2] & k4) | (((w[0] >> 6) & k2) << 4);
+  const uint32_t m_hi = ((w[2] >> 4) & k4) | (((w[1] >> 6) & k2) << 4);
+  return _mm_set_epi32(static_cast<int>(m_hi), static_cast<int>(m_lo), static_cast<int>(s_hi), static_cast<int>(s_lo));
 }
 
-float dot_q4_k(const BlockQ4_K* x, const BlockQ8_K* y, int64_t nb) {
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
-  float s = 0;
+// VPSHUFB indices that give every int16 lane of a 128-bit lane the int16 scale k (low lane) and
+// k + 1 (high lane) of a vector holding 8 int16 scales in each 128-bit lane.
+inline __m256i scale_pair_index(int k) {
+  const __m128i lo = _mm_set1_epi16(static_cast<int16_t>((2 * k) | ((2 * k + 1) << 8)));
+  const __m128i hi = _mm_set1_epi16(static_cast<int16_t>((2 * k + 2) | ((2 * k + 3) << 8)));
+  return _mm256_set_m128i(hi, lo);
+}
+
+// a·b, each lane rounded to f32, without letting the compiler fuse the multiply into a later add.
+inline __m128 mul_rounded(__m128 a, __m128 b) {
+  __m128 v = _mm_mul_ps(a, b);
+  __asm__("" : "+x"(v));
+  return v;
+}
+
+// Q4_K's quants hold elements 64j + l (low nibble) and 64j + 32 + l (high nibble) in byte 32j + l.
+// dot_q4_k takes each 16-byte half of those 32 bytes broadcast to both 128-bit lanes, the low
+// nibbles in the low lane and the high nibbles in the high lane, so one vector holds 16 elements
+// of sub-block 2j and 16 of sub-block 2j + 1. q4k_reorder gives the activations in that order, per
+// super-block and j: [64j .. +16) ++ [64j + 32 .. +16), then [64j + 16 .. +16) ++ [64j + 48 .. +16).
+// Returns a thread-local buffer of nb·256 bytes, valid until this thread's next call.
+const int8_t* q4k_reorder(const BlockQ8_K* y, int64_t nb) {
+  thread_local std::vector<int8_t> t;
+  t.resize(static_cast<size_t>(nb) * 256);
   for (int64_t i = 0; i < nb; ++i) {
-    alignas(8) uint8_t sc[8], mn[8];
-    q4k_unpack_scales(x[i].scales, sc, mn);
-    // sum_m = sum_j min_j * (sum of the 32 activations of sub-block j), from the 16 bsums.
-    const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums));
-    const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
-    const __m128i mins16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(mn)));
-    __m128i pm = _mm_madd_epi16(mins16, q8s);
-    pm = _mm_add_epi32(pm, _mm_unpackhi_epi64(pm, pm));
-    pm = _mm_add_epi32(pm, _mm_shuffle_epi32(pm, 0xB1));
-    const int32_t sum_m = _mm_cvtsi128_si32(pm);
-    __m256i sumi = _mm256_setzero_si256();
-    const uint8_t* q4 = x[i].qs;
-    const int8_t* q8 = y[i].qs;
     for (int j = 0; j < 4; ++j) {
-      const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q4 + 32 * j));
-      const __m256i lo = _mm256_and_si256(bits, low4);
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), low4);
-      const __m256i q8l = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q8 + 64 * j));
-      const __m256i q8h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q8 + 64 * j + 32));
-      const __m256i pl = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, q8l), _mm256_set1_epi16(sc[2 * j]));
-      const __m256i ph = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, q8h), _mm256_set1_epi16(sc[2 * j + 1]));
-      sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(pl, ph));
+      const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs + 64 * j));
+      const __m256i a1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].qs + 64 * j + 32));
+      auto* d = reinterpret_cast<__m256i*>(t.data() + i * 256 + 64 * j);
+      _mm256_storeu_si256(d, _mm256_permute2x128_si256(a0, a1, 0x20));
+      _mm256_storeu_si256(d + 1, _mm256_permute2x128_si256(a0, a1, 0x31));
     }
-    const int32_t sum_q = hsum_epi32(sumi);
-    const float d = h2f(x[i].d) * y[i].d;
-    const float dmin = h2f(x[i].dmin) * y[i].d;
-    s += round_f32(d * static_cast<float>(sum_q)) - round_f32(dmin * static_cast<float>(sum_m));
+  }
+  return t.data();
+}
+
+// Adds the terms of super-blocks [0, count) to s, in order, as the portable kernels do: s +=
+// round(d_i·Σq_i) − round(dmin_i·Σm_i), with d_i = h2f(header d)·da_i and dmin_i likewise (dmin
+// absent: the Σm term is left out, as Q6_K has none). tq[i] / tm[i] hold 4 int32 lanes whose sum is
+// Σq_i / Σm_i (exact). `d` / `dmin` point at the header halves of the first block, `stride` bytes
+// apart; `da` at the first activation scale, `da_stride` bytes apart. Four blocks at a time the
+// totals are reduced together and the products taken in one vector (each lane rounded as the scalar
+// product); only the adds to s are scalar.
+inline float add_kquant_terms(float s, int64_t count, const __m128i* tq, const __m128i* tm, const uint8_t* d,
+                              const uint8_t* dmin, size_t stride, const uint8_t* da, size_t da_stride) {
+  const auto half_at = [](const uint8_t* p) {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return h;
+  };
+  const auto f32_at = [](const uint8_t* p) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  };
+  int64_t i = 0;
+  for (; i + 4 <= count; i += 4) {
+    const size_t o = static_cast<size_t>(i) * stride, oa = static_cast<size_t>(i) * da_stride;
+    const __m128 a = _mm_setr_ps(f32_at(da + oa), f32_at(da + oa + da_stride), f32_at(da + oa + 2 * da_stride),
+                                 f32_at(da + oa + 3 * da_stride));
+    const auto halves = [&](const uint8_t* p) {
+      return _mm_cvtph_ps(_mm_setr_epi16(static_cast<int16_t>(half_at(p + o)),
+                                         static_cast<int16_t>(half_at(p + o + stride)),
+                                         static_cast<int16_t>(half_at(p + o + 2 * stride)),
+                                         static_cast<int16_t>(half_at(p + o + 3 * stride)), 0, 0, 0, 0));
+    };
+    const __m128i q = _mm_hadd_epi32(_mm_hadd_epi32(tq[i], tq[i + 1]), _mm_hadd_epi32(tq[i + 2], tq[i + 3]));
+    __m128 t = mul_rounded(_mm_cvtepi32_ps(q), _mm_mul_ps(halves(d), a));
+    if (dmin != nullptr) {
+      const __m128i m = _mm_hadd_epi32(_mm_hadd_epi32(tm[i], tm[i + 1]), _mm_hadd_epi32(tm[i + 2], tm[i + 3]));
+      t = _mm_sub_ps(t, mul_rounded(_mm_cvtepi32_ps(m), _mm_mul_ps(halves(dmin), a)));
+    }
+    s += _mm_cvtss_f32(t);
+    s += _mm_cvtss_f32(_mm_movehdup_ps(t));
+    s += _mm_cvtss_f32(_mm_movehl_ps(t, t));
+    s += _mm_cvtss_f32(_mm_shuffle_ps(t, t, 3));
+  }
+  for (; i < count; ++i) {
+    const size_t o = static_cast<size_t>(i) * stride;
+    const float a = f32_at(da + static_cast<size_t>(i) * da_stride);
+    __m128i q = _mm_hadd_epi32(tq[i], tq[i]);
+    q = _mm_hadd_epi32(q, q);
+    float t = round_f32((h2f(half_at(d + o)) * a) * static_cast<float>(_mm_cvtsi128_si32(q)));
+    if (dmin != nullptr) {
+      __m128i m = _mm_hadd_epi32(tm[i], tm[i]);
+      m = _mm_hadd_epi32(m, m);
+      t -= round_f32((h2f(half_at(dmin + o)) * a) * static_cast<float>(_mm_cvtsi128_si32(m)));
+    }
+    s += t;
   }
   return s;
 }
 
-inline __m256i scale_pair(const int8_t* sc) {
-  return _mm256_set_m128i(_mm_set1_epi16(sc[1]), _mm_set1_epi16(sc[0]));
+// Super-blocks per pass of the K-quant kernels: their integer totals are kept (on the stack) and
+// combined by add_kquant_terms after the pass, away from the integer work.
+constexpr int64_t kKChunk = 16;
+
+// Bit-identical to the portable dot_q4_k: the same exact integer totals per super-block (Σq = Σ_j
+// scale_j·<q_j, a_j>, Σm = Σ_j min_j·sum_j), then s += round(d·Σq) − round(dmin·Σm) in order
+// (add_kquant_terms). `ar` holds y's quants as q4k_reorder writes them. Per 64 elements, VPMADDUBSW
+// of the two half vectors (16 elements of each sub-block, pair sums |.| <= 2·15·128) are added in
+// int16 (|.| <= 7680) and VPMADDWD takes both sub-blocks' scales at once, picked with VPSHUFB from
+// the scales widened to int16 in a register; Σm from the bsums, as ggml's AVX2 kernel.
+float dot_q4_k(const BlockQ4_K* x, const BlockQ8_K* y, const int8_t* ar, int64_t nb) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i high_lane_by_4 = _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4);
+  float s = 0;
+  for (int64_t c = 0; c < nb; c += kKChunk) {
+    const int64_t count = std::min(kKChunk, nb - c);
+    __m128i tq[kKChunk], tm[kKChunk];
+    for (int64_t k = 0; k < count; ++k) {
+      const int64_t i = c + k;
+      const __m256i sm = _mm256_cvtepu8_epi16(q4k_scales_mins(x[i].scales));  // [scales | mins] int16
+      // Σm lanes: min_j · (sum of the 32 activations of sub-block j), from the 16 bsums.
+      const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums));
+      const __m128i q8s = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
+      tm[k] = _mm_madd_epi16(_mm256_extracti128_si256(sm, 1), q8s);
+      const __m256i scales = _mm256_permute2x128_si256(sm, sm, 0x00);
+      __m256i sumi = _mm256_setzero_si256();
+      const uint8_t* q4 = x[i].qs;
+      const int8_t* a = ar + i * 256;
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) {
+        const auto half = [&](int h) {
+          const __m256i bits =
+              _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q4 + 32 * j + 16 * h)));
+          const __m256i q = _mm256_and_si256(_mm256_srlv_epi32(bits, high_lane_by_4), low4);
+          return _mm256_maddubs_epi16(q, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + 64 * j + 32 * h)));
+        };
+        const __m256i p16 = _mm256_add_epi16(half(0), half(1));
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p16, _mm256_shuffle_epi8(scales, scale_pair_index(2 * j))));
+      }
+      tq[k] = _mm_add_epi32(_mm256_castsi256_si128(sumi), _mm256_extracti128_si256(sumi, 1));
+    }
+    const auto* h = reinterpret_cast<const uint8_t*>(x + c);
+    s = add_kquant_terms(s, count, tq, tm, h + offsetof(BlockQ4_K, d), h + offsetof(BlockQ4_K, dmin), sizeof(BlockQ4_K),
+                         reinterpret_cast<const uint8_t*>(y + c) + offsetof(BlockQ8_K, d), sizeof(BlockQ8_K));
+  }
+  return s;
 }
 
+// Bit-identical to the portable dot_q6_k: the exact integer total per super-block, then s +=
+// round(d·da·Σ) in order. The quants are taken as stored (q + 32, unsigned; VPMADDUBSW pair sums
+// |.| <= 2·63·128) and 32·Σ_k scale_k·bsum_k is subtracted once per super-block, as the AVX-512
+// kernel does. Each half's 8 scales are widened to int16 once and picked per 32-element group with
+// VPSHUFB (scale 2g for its first 16 elements, 2g + 1 for the others).
 float dot_q6_k(const BlockQ6_K* x, const BlockQ8_K* y, int64_t nb) {
   const __m256i low4 = _mm256_set1_epi8(0x0F);
-  const __m256i low2 = _mm256_set1_epi8(0x03);
-  const __m256i m32 = _mm256_set1_epi8(32);
+  const __m256i bits45 = _mm256_set1_epi8(0x30);
   float s = 0;
-  for (int64_t i = 0; i < nb; ++i) {
-    __m256i sumi = _mm256_setzero_si256();
-    for (int half = 0; half < 2; ++half) {
-      const uint8_t* ql = x[i].ql + 64 * half;
-      const uint8_t* qh = x[i].qh + 32 * half;
-      const int8_t* q8 = y[i].qs + 128 * half;
-      const int8_t* sc = x[i].scales + 8 * half;
-      const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
-      const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
-      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh));
-      __m256i q[4];
-      q[0] = _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_slli_epi16(_mm256_and_si256(h, low2), 4));
-      q[1] = _mm256_or_si256(_mm256_and_si256(l1, low4),
-                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), low2), 4));
-      q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4),
-                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), low2), 4));
-      q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
-                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), low2), 4));
-      for (int g = 0; g < 4; ++g) {
-        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q8 + 32 * g));
-        // (q - 32) · a as int16 pair sums: maddubs(q, a) - maddubs(32, a).
-        const __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(q[g], a), _mm256_maddubs_epi16(m32, a));
-        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p16, scale_pair(sc + 2 * g)));
+  for (int64_t c = 0; c < nb; c += kKChunk) {
+    const int64_t count = std::min(kKChunk, nb - c);
+    __m128i tq[kKChunk];
+    for (int64_t k = 0; k < count; ++k) {
+      const int64_t i = c + k;
+      const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales)));
+      // 32·Σ_k scale_k·bsum_k in 8 int32 lanes (|32·scale| <= 4096 fits int16).
+      const __m256i offset = _mm256_madd_epi16(_mm256_slli_epi16(sc16, 5),
+                                               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[i].bsums)));
+      __m256i sumi = _mm256_setzero_si256();
+#pragma GCC unroll 2
+      for (int half = 0; half < 2; ++half) {
+        const uint8_t* ql = x[i].ql + 64 * half;
+        const uint8_t* qh = x[i].qh + 32 * half;
+        const int8_t* q8 = y[i].qs + 128 * half;
+        const __m256i sc =
+            half == 0 ? _mm256_permute2x128_si256(sc16, sc16, 0x00) : _mm256_permute2x128_si256(sc16, sc16, 0x11);
+        const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
+        const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
+        const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh));
+        // Bits 4-5 of byte k: qh bits 0-1, 2-3, 4-5, 6-7 for the four groups (the 16-bit shifts
+        // carry bits across bytes only into the bits the mask clears).
+        __m256i q[4];
+        q[0] = _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_and_si256(_mm256_slli_epi16(h, 4), bits45));
+        q[1] = _mm256_or_si256(_mm256_and_si256(l1, low4), _mm256_and_si256(_mm256_slli_epi16(h, 2), bits45));
+        q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4), _mm256_and_si256(h, bits45));
+        q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
+                               _mm256_and_si256(_mm256_srli_epi16(h, 2), bits45));
+#pragma GCC unroll 4
+        for (int g = 0; g < 4; ++g) {
+          const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q8 + 32 * g));
+          sumi = _mm256_add_epi32(
+              sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(q[g], a), _mm256_shuffle_epi8(sc, scale_pair_index(2 * g))));
+        }
       }
+      sumi = _mm256_sub_epi32(sumi, offset);
+      tq[k] = _mm_add_epi32(_mm256_castsi256_si128(sumi), _mm256_extracti128_si256(sumi, 1));
     }
-    s += round_f32((h2f(x[i].d) * y[i].d) * static_cast<float>(hsum_epi32(sumi)));
+    s = add_kquant_terms(s, count, tq, nullptr, reinterpret_cast<const uint8_t*>(x + c) + offsetof(BlockQ6_K, d),
+                         nullptr, sizeof(BlockQ6_K), reinterpret_cast<const uint8_t*>(y + c) + offsetof(BlockQ8_K, d),
+                         sizeof(BlockQ8_K));
   }
   return s;
 }
@@ -678,8 +798,9 @@ double avx2_exp_sum_f32(float* row, int64_t n, float shift) {
 
 // ---- dispatch ----
 
+// q4k_ar: Q4_K activations as q4k_reorder writes them (reordered here when null).
 template <GgmlType T>
-inline float row_dot(const void* row, const void* a, int64_t n) {
+inline float row_dot(const void* row, const void* a, int64_t n, const int8_t* q4k_ar = nullptr) {
   if constexpr (T == GgmlType::F32) {
     return dot_dense<float, load_f32, id_f32>(static_cast<const float*>(row), static_cast<const float*>(a), n);
   } else if constexpr (T == GgmlType::F16) {
@@ -692,7 +813,8 @@ inline float row_dot(const void* row, const void* a, int64_t n) {
   } else if constexpr (T == GgmlType::Q4_0) {
     return dot_q4_0(static_cast<const BlockQ4_0*>(row), static_cast<const BlockQ8_0*>(a), n / 32);
   } else if constexpr (T == GgmlType::Q4_K) {
-    return dot_q4_k(static_cast<const BlockQ4_K*>(row), static_cast<const BlockQ8_K*>(a), n / 256);
+    const auto* y = static_cast<const BlockQ8_K*>(a);
+    return dot_q4_k(static_cast<const BlockQ4_K*>(row), y, q4k_ar != nullptr ? q4k_ar : q4k_reorder(y, n / 256), n / 256);
   } else {
     return dot_q6_k(static_cast<const BlockQ6_K*>(row), static_cast<const BlockQ8_K*>(a), n / 256);
   }
@@ -703,26 +825,29 @@ inline float row_dot(const void* row, const void* a, int64_t n) {
 // one thread (5632×2048 matrices, 615-690 MB per sweep, the Xeon VM of bench/README.md) this reads
 // F16 12.2 GB/s, BF16 12.6, Q4_K 11.4 and Q6_K 9.7, against 9.6, 7.2, 7.8 and 7.5 for one stream
 // prefetching the row two ahead into L1 (T0). The rows' results do not depend on the order.
-// On AMD CPUs F16 and BF16 rows are read one at a time instead, with no software prefetch, as the
-// AVX-512 set reads them there (Dense16Order::kOneRow). One thread from memory on the 2-core AMD
-// EPYC (Zen 4) VM (kakeya_kernels_bench, 60 matrices of 5632×2048, alternating): F16 19.1-19.2 ->
-// 32.4 GB/s, BF16 24.2-24.5 -> 30.8 (with dot_bf16).
+// On AMD CPUs F16, BF16, Q4_K and Q6_K rows are read one at a time instead, with no software
+// prefetch, as the AVX-512 set reads F16/BF16 there (Dense16Order::kOneRow). One thread from memory
+// on the 2-core AMD EPYC (Zen 4) VM (kakeya_kernels_bench, 60 matrices of 5632×2048, alternating):
+// F16 19.1-19.2 -> 32.4 GB/s, BF16 24.2-24.5 -> 30.8 (with dot_bf16); Q6_K 15.6 -> 24.9, Q4_K
+// 17.2 -> 17.8 (with the kernels above; software prefetch 1-8 KiB ahead of one row read less).
 template <GgmlType T>
 void rows_dot(const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act, float* y) {
   const size_t stride = ggml_row_bytes(T, n);
   const auto* base = static_cast<const uint8_t*>(w);
   const void* a = act.bytes.data();
+  const int8_t* q4k_ar = nullptr;
+  if constexpr (T == GgmlType::Q4_K) q4k_ar = q4k_reorder(static_cast<const BlockQ8_K*>(a), n / 256);
   const auto row = [&](int64_t r) {
     if (r + 1 < r1) {
       const uint8_t* pf = base + static_cast<size_t>(r + 1) * stride;
       for (size_t off = 0; off < stride; off += 64) _mm_prefetch(reinterpret_cast<const char*>(pf + off), _MM_HINT_T1);
     }
-    y[r - r0] = row_dot<T>(base + static_cast<size_t>(r) * stride, a, n);
+    y[r - r0] = row_dot<T>(base + static_cast<size_t>(r) * stride, a, n, q4k_ar);
   };
-  if constexpr (T == GgmlType::F16 || T == GgmlType::BF16) {
+  if constexpr (T == GgmlType::F16 || T == GgmlType::BF16 || T == GgmlType::Q4_K || T == GgmlType::Q6_K) {
     static const bool one_row = cpu_features().amd();
     if (one_row) {
-      for (int64_t r = r0; r < r1; ++r) y[r - r0] = row_dot<T>(base + static_cast<size_t>(r) * stride, a, n);
+      for (int64_t r = r0; r < r1; ++r) y[r - r0] = row_dot<T>(base + static_cast<size_t>(r) * stride, a, n, q4k_ar);
       return;
     }
   }
