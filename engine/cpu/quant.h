@@ -273,4 +273,26 @@ Dense16Order avx512_dense16_order();
 void avx512_matvec_dense16(Dense16Order order, GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1,
                            const ActivationBuffer& act, float* y);
 
+// How the Avx512 set's packed mat-vec (Q4_0, Q8_0; layout above) reads a matrix. All give the same
+// bits (the portable kernels' exactly).
+//   kTwoStreams: its VPDPBUSD kernels, two groups at once, each stream prefetched ahead into L2
+//     (prefetch_bytes()) and L1. Measured faster on the Intel Xeon VM (quant_avx512.cpp).
+//   kOneStream: its VPDPBUSD kernels, one group after the other, no software prefetch (the
+//     hardware prefetcher follows one stream). On the 2-core AMD EPYC (Zen 4) VM, one thread from
+//     memory (kakeya_kernels_bench, 60 matrices of 5632×2048): packed Q4_0 21.7-22.1 -> 28.5-32.1
+//     GB/s; synth TinyLlama Q4_0 decode (alternating, 2 rounds) one thread 34.8-35.9 -> 45.0-50.7
+//     tok/s, two threads 40.4-54.0 -> 48.1-59.1.
+//   kAvx2: the Avx2 set's kernel, which on that VM does not prefetch either. Its Q8_0 reads 54
+//     GB/s from cache where the 512-bit one reads 35.5 (two chains of four VPDPBUSD per block),
+//     31.3 from memory against 25.8; Q8_0 decode one thread 22.4-22.8 -> 25.8-26.3 tok/s, two
+//     threads 27.5-27.9 -> 30.4-46.7 (the same runs).
+enum class PackedPath { kTwoStreams, kOneStream, kAvx2 };
+// The path the Avx512 set takes for `type` on this CPU: kTwoStreams except on AMD CPUs, where Q8_0
+// takes kAvx2 and Q4_0 kOneStream. REQUIRES: kernel_isa_available(KernelIsa::Avx512).
+PackedPath avx512_packed_path(GgmlType type);
+// The Avx512 set's packed mat-vec along a given path (tests and benches), as matvec_packed.
+// REQUIRES: kernel_isa_available(KernelIsa::Avx512); type Q4_0 or Q8_0.
+void avx512_matvec_packed_path(PackedPath path, GgmlType type, const uint8_t* packed, int64_t n, int64_t r0,
+                               int64_t r1, const ActivationBuffer& act, float* y);
+
 }  // namespace kakeya::engine

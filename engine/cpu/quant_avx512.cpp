@@ -64,7 +64,8 @@ inline void store_rows16(__m512 v, int64_t row0, int64_t r0, int64_t r1, float* 
 // 2-core AMD EPYC (Zen 4) VM measured, 4 KiB is the distance: decode on one thread, alternating
 // with 2 KiB in one run (tok/s, synth TinyLlama): Q8_0 packed 17.2-17.4 -> 20.5-22.3, Q4_0 packed
 // 32.1-33.1 -> 34.4-35.4, F16 9.0-9.4 -> 10.7-11.0, Q6_K 22.8-22.9 -> 27.7-27.9, Q4_K
-// 28.4-29.3 -> 31.4-31.8 (3, 6 and 8 KiB no better than 4). Chosen by CPU vendor, once.
+// 28.4-29.3 -> 31.4-31.8 (3, 6 and 8 KiB no better than 4). Chosen by CPU vendor, once. (Since
+// then packed Q4_0 and Q8_0 read without software prefetch on AMD: PackedPath in quant.h.)
 size_t prefetch_bytes() {
   static const size_t bytes = cpu_features().amd() ? 4096 : 2048;
   return bytes;
@@ -106,12 +107,22 @@ inline V keep_rounded(V v) {
 // groups (36 KiB ahead), which it replaced; 1 KiB ahead, one stream or four streams read no faster. A last odd group runs alone. The prefetches past the
 // matrix never fault. Every row's arithmetic is the same either way, so results do not depend on
 // the grouping.
+// one_stream: one group after the other with no software prefetch instead (PackedPath::kOneStream).
 template <int G, size_t kBlockBytes, class Block>
-inline void packed_groups(const uint8_t* packed, size_t gbytes, int64_t nb, int64_t r0, int64_t r1, float* y,
-                          const Block& block) {
+inline void packed_groups(bool one_stream, const uint8_t* packed, size_t gbytes, int64_t nb, int64_t r0, int64_t r1,
+                          float* y, const Block& block) {
   const size_t pf = prefetch_bytes();
   int64_t g = r0 / kPackRows;
   const int64_t g_end = (r1 + kPackRows - 1) / kPackRows;
+  if (one_stream) {
+    for (; g < g_end; ++g) {
+      const uint8_t* group = packed + static_cast<size_t>(g) * gbytes;
+      __m512 acc = _mm512_setzero_ps();
+      for (int64_t b = 0; b < nb; ++b) acc = block(group, b, acc);
+      store_rows16(acc, g * kPackRows, r0, r1, y);
+    }
+    return;
+  }
   for (; g + G <= g_end; g += G) {
     __m512 acc[G];
 #pragma GCC unroll 4
@@ -142,8 +153,8 @@ inline void packed_groups(const uint8_t* packed, size_t gbytes, int64_t nb, int6
 
 // Q4_0: the nibbles are the unsigned operand as stored (0..15); the −8 offset is removed once per
 // block with 8·Σqy. Low nibbles of chunk c are elements 4c..4c+3, high nibbles 16+4c..16+4c+3.
-void packed_q4_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act,
-                 float* y) {
+void packed_q4_0(bool one_stream, const uint8_t* packed, int64_t n, int64_t r0, int64_t r1,
+                 const ActivationBuffer& act, float* y) {
   const int64_t nb = n / 32;
   const size_t gbytes = detail::packed_group_bytes(GgmlType::Q4_0, n);
   const auto* a = reinterpret_cast<const BlockQ8_0*>(act.bytes.data());
@@ -174,13 +185,13 @@ void packed_q4_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const
     return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(a[b].d))), acc);
   };
   // A block pair's quants (2 × 256 bytes) then its scales (2 × 32): 288 bytes per block.
-  packed_groups<2, 288>(packed, gbytes, nb, r0, r1, y, block);
+  packed_groups<2, 288>(one_stream, packed, gbytes, nb, r0, r1, y, block);
 }
 
 // Q8_0: signed weights become the unsigned operand by flipping the sign bit (q + 128); the
 // 128·Σqy this adds is removed once per block.
-void packed_q8_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act,
-                 float* y) {
+void packed_q8_0(bool one_stream, const uint8_t* packed, int64_t n, int64_t r0, int64_t r1,
+                 const ActivationBuffer& act, float* y) {
   const int64_t nb = n / 32;
   const size_t gbytes = detail::packed_group_bytes(GgmlType::Q8_0, n);
   const auto* a = reinterpret_cast<const BlockQ8_0*>(act.bytes.data());
@@ -204,7 +215,7 @@ void packed_q8_0(const uint8_t* packed, int64_t n, int64_t r0, int64_t r1, const
     const __m512 p = keep_rounded(_mm512_mul_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(dw, _mm512_set1_ps(_cvtsh_ss(a[b].d)))));
     return _mm512_add_ps(acc, p);
   };
-  packed_groups<2, 544>(packed, gbytes, nb, r0, r1, y, block);
+  packed_groups<2, 544>(one_stream, packed, gbytes, nb, r0, r1, y, block);
 }
 
 // ---- row-major mat-vec: two memory streams ----
@@ -731,11 +742,24 @@ float avx512_vec_dot(GgmlType type, const void* row, const ActivationBuffer& act
 
 void avx512_matvec_packed(GgmlType type, const uint8_t* packed, int64_t n, int64_t r0, int64_t r1,
                           const ActivationBuffer& act, float* y) {
-  if (type == GgmlType::Q4_0) return packed_q4_0(packed, n, r0, r1, act, y);
-  packed_q8_0(packed, n, r0, r1, act, y);
+  avx512_matvec_packed_path(avx512_packed_path(type), type, packed, n, r0, r1, act, y);
 }
 
 }  // namespace
+
+PackedPath avx512_packed_path(GgmlType type) {
+  static const bool amd = cpu_features().amd();
+  if (!amd) return PackedPath::kTwoStreams;
+  return type == GgmlType::Q8_0 ? PackedPath::kAvx2 : PackedPath::kOneStream;
+}
+
+void avx512_matvec_packed_path(PackedPath path, GgmlType type, const uint8_t* packed, int64_t n, int64_t r0,
+                               int64_t r1, const ActivationBuffer& act, float* y) {
+  if (path == PackedPath::kAvx2) return detail::avx2_kernels().matvec_packed(type, packed, n, r0, r1, act, y);
+  const bool one_stream = path == PackedPath::kOneStream;
+  if (type == GgmlType::Q4_0) return packed_q4_0(one_stream, packed, n, r0, r1, act, y);
+  packed_q8_0(one_stream, packed, n, r0, r1, act, y);
+}
 
 Dense16Order avx512_dense16_order() {
   static const Dense16Order order = cpu_features().amd() ? Dense16Order::kOneRow : Dense16Order::kTwoStreams;

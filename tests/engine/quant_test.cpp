@@ -842,9 +842,29 @@ TEST(Quant, PackedMatvecIsBitIdenticalToPortableOnEveryIsa) {
           ++checked;
         }
       }
+      // Every path of the AVX-512 set, not only the one this CPU's vendor rule takes.
+      if (!kernel_isa_available(KernelIsa::Avx512)) continue;
+      for (PackedPath path : {PackedPath::kTwoStreams, PackedPath::kOneStream, PackedPath::kAvx2}) {
+        SCOPED_TRACE(std::string(ggml_type_name(type)) + " n=" + std::to_string(n) + " avx512 path " +
+                     std::to_string(static_cast<int>(path)));
+        for (auto [r0, r1] : std::vector<std::pair<int64_t, int64_t>>{{0, rows}, {3, 21}, {16, 45}, {5, 6}}) {
+          std::vector<float> got(static_cast<size_t>(r1 - r0), -1.0f);
+          avx512_matvec_packed_path(path, type, packed.data(), n, r0, r1, act, got.data());
+          for (int64_t r = r0; r < r1; ++r) {
+            ASSERT_EQ(got[static_cast<size_t>(r - r0)], want[static_cast<size_t>(r)])
+                << "row " << r << " of range [" << r0 << ", " << r1 << ")";
+          }
+          ++checked;
+        }
+      }
     }
   }
   EXPECT_GE(checked, 30);
+  if (kernel_isa_available(KernelIsa::Avx512)) {
+    const bool amd = cpu_features().amd();
+    EXPECT_EQ(avx512_packed_path(GgmlType::Q4_0), amd ? PackedPath::kOneStream : PackedPath::kTwoStreams);
+    EXPECT_EQ(avx512_packed_path(GgmlType::Q8_0), amd ? PackedPath::kAvx2 : PackedPath::kTwoStreams);
+  }
 }
 
 }  // namespace
