@@ -98,6 +98,21 @@ inline V keep_rounded(V v) {
   return v;
 }
 
+// One group's 16 row sums over its nb blocks; with kPrefetch each block's bytes are prefetched as
+// packed_groups (below) describes.
+template <bool kPrefetch, size_t kBlockBytes, class Block>
+inline __m512 packed_group_sums(const uint8_t* group, int64_t nb, size_t pf, const Block& block) {
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    if constexpr (kPrefetch) {
+      prefetch_lines<kBlockBytes>(group + static_cast<size_t>(b) * kBlockBytes + pf);
+      prefetch_lines<kBlockBytes, _MM_HINT_T0>(group + static_cast<size_t>(b) * kBlockBytes + kL1PrefetchBytes);
+    }
+    acc = block(group, b, acc);
+  }
+  return acc;
+}
+
 // The packed mat-vec kernels stream G = 2 groups of 16 rows at once (two sequential memory
 // streams), and each stream prefetches its own bytes prefetch_bytes() ahead into L2 and
 // kL1PrefetchBytes ahead into L1, block by block (a group's last blocks prefetch the start of the
@@ -114,16 +129,7 @@ inline void packed_groups(bool one_stream, const uint8_t* packed, size_t gbytes,
   const size_t pf = prefetch_bytes();
   int64_t g = r0 / kPackRows;
   const int64_t g_end = (r1 + kPackRows - 1) / kPackRows;
-  if (one_stream) {
-    for (; g < g_end; ++g) {
-      const uint8_t* group = packed + static_cast<size_t>(g) * gbytes;
-      __m512 acc = _mm512_setzero_ps();
-      for (int64_t b = 0; b < nb; ++b) acc = block(group, b, acc);
-      store_rows16(acc, g * kPackRows, r0, r1, y);
-    }
-    return;
-  }
-  for (; g + G <= g_end; g += G) {
+  for (; !one_stream && g + G <= g_end; g += G) {
     __m512 acc[G];
 #pragma GCC unroll 4
     for (int h = 0; h < G; ++h) acc[h] = _mm512_setzero_ps();
@@ -141,12 +147,8 @@ inline void packed_groups(bool one_stream, const uint8_t* packed, size_t gbytes,
   }
   for (; g < g_end; ++g) {
     const uint8_t* group = packed + static_cast<size_t>(g) * gbytes;
-    __m512 acc = _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-      prefetch_lines<kBlockBytes>(group + static_cast<size_t>(b) * kBlockBytes + pf);
-      prefetch_lines<kBlockBytes, _MM_HINT_T0>(group + static_cast<size_t>(b) * kBlockBytes + kL1PrefetchBytes);
-      acc = block(group, b, acc);
-    }
+    const __m512 acc = one_stream ? packed_group_sums<false, kBlockBytes>(group, nb, pf, block)
+                                  : packed_group_sums<true, kBlockBytes>(group, nb, pf, block);
     store_rows16(acc, g * kPackRows, r0, r1, y);
   }
 }
