@@ -10,9 +10,10 @@
 //   4. `kakeya-engine ar-bench` on synthetic TinyLlama-1.1B-shaped GGUFs (made once with the synth
 //      writer into --cache-dir) per type and thread count, each in its own process so its peak RSS
 //      (wait4 ru_maxrss) is that run's alone, --rounds times; with --llama-bench PATH each round
-//      also runs llama.cpp's llama-bench on the same file, prompt lengths and thread count, the
-//      two alternating (kakeya first, then llama.cpp), and the per-round ratios are recorded;
-//      derived:
+//      also runs llama.cpp's llama-bench on the same file, prompt lengths and thread count, arm
+//      by arm (both engines' decode back to back, then both engines' prefill; llama.cpp first
+//      in every other round), a short triad before each arm, and the per-round ratios are
+//      recorded; derived:
 //        decode (after a 1-token prompt, at llama-bench tg's positions; kDecodePromptTokens)
 //        efficiency = weight bytes read per token × decode tok/s ÷ triad bandwidth
 //        (measured just before and just after that type's rounds, the higher of the two),
@@ -35,6 +36,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -79,6 +81,7 @@ struct Args {
   int gen_tokens = 32;
   int samples = 5;
   int rounds = 1;
+  int arm_triad_reps = 3;  // triad passes just before each arm of a round (0: none)
   std::string batched_matmul = "auto";  // ar-bench --batched-matmul
   std::string llama_bench;              // llama.cpp's llama-bench binary, or "" (not run)
   int roofline_reps = 5;
@@ -297,17 +300,19 @@ double arm_median(const json& report, const char* key, size_t arm = 0) {
   return report["aggregates"][arm][key]["median"].get<double>();
 }
 
-// llama.cpp's llama-bench on the same file: pp<L> for every prompt length and tg<gen_tokens>, each
+// llama.cpp's llama-bench on the same file: pp<L> for every L of `prompts` and tg<gen_tokens> (none
+// for an empty `prompts` or gen_tokens 0: -p 0 / -n 0 skip that test), each
 // `samples` repetitions (its own warm-up run first), CPU only (its build has no GPU backend: see
 // bench/README.md). Returns tok/s means keyed "pp<L>" / "tg<N>" and the raw JSON rows.
 struct LlamaRun {
   std::map<std::string, double> tok_s;
   json rows;
 };
-Result<LlamaRun> llama_bench(const Args& a, const std::string& model, int threads, int samples, const std::string& tag) {
+Result<LlamaRun> llama_bench(const Args& a, const std::string& model, int threads, int samples, const std::string& tag,
+                             const std::vector<int>& prompts, int gen_tokens) {
   const fs::path out = fs::path(a.cache_dir) / ("llama-" + tag + ".json");
-  const std::vector<std::string> argv = {a.llama_bench, "-m", model, "-p", join(a.prompt_tokens), "-n",
-                                         std::to_string(a.gen_tokens), "-t", std::to_string(threads), "-r",
+  const std::vector<std::string> argv = {a.llama_bench, "-m", model, "-p", prompts.empty() ? "0" : join(prompts), "-n",
+                                         std::to_string(gen_tokens), "-t", std::to_string(threads), "-r",
                                          std::to_string(samples), "-o", "json"};
   const ChildResult c = run_child(argv, out.string());
   if (c.status != 0)
@@ -379,7 +384,7 @@ int run(Args a) {
   r["env"] = env_summary();
   r["config"] = {{"shape", a.shape}, {"types", a.types}, {"threads", a.threads}, {"triad_mib", a.triad_mib},
                  {"triad_reps", a.triad_reps}, {"sgemm_reps", a.sgemm_reps}, {"prompt_tokens", a.prompt_tokens},
-                 {"gen_tokens", a.gen_tokens}, {"samples", a.samples}, {"rounds", a.rounds},
+                 {"gen_tokens", a.gen_tokens}, {"samples", a.samples}, {"rounds", a.rounds}, {"arm_triad_reps", a.arm_triad_reps},
                  {"batched_matmul", a.batched_matmul}, {"engine", a.engine}, {"llama_bench", a.llama_bench}};
 
   std::map<int, double> bw, sg;  // threads -> triad GB/s, model-shaped sgemm GFLOP/s
@@ -453,54 +458,82 @@ int run(Args a) {
       ArRun last;
       for (int round = 0; round < a.rounds; ++round) {
         const std::string tag = type + "-t" + std::to_string(t) + "-r" + std::to_string(round);
-        // A 1-token prompt arm first: decode is compared from there, at the depths llama-bench's tg
-        // decodes at (from an empty cache), not after the longer prompts.
-        std::vector<int> prompts = {kDecodePromptTokens};
-        for (int L : a.prompt_tokens)
-          if (L != kDecodePromptTokens) prompts.push_back(L);
-        auto ar = ar_bench(a, model_path(a, type), t, a.samples, tag, prompts);
-        if (!ar.ok()) {
-          std::cerr << "engine_bench: " << ar.error().str() << "\n";
-          return 1;
+        // Decode arms first, back to back, then the prefill arms: each engine's decode is timed
+        // within seconds of the other's, so a bus window of this VM (minutes long) falls on both,
+        // and every other round llama.cpp goes first. kakeya's decode arm has a 1-token prompt,
+        // so it decodes at the positions llama-bench's tg decodes at (from an empty cache); its
+        // prefill arm decodes after the longer prompts too (decode.after_longer_prompt).
+        const bool llama_first = !a.llama_bench.empty() && round % 2 == 1;
+        json rj = {{"round", round}, {"order", llama_first ? "llama-first" : "kakeya-first"}};
+        json arm_triad = json::object();
+        // A short triad just before an arm (arm_triad_reps passes): the bus that arm met.
+        auto probe = [&](const char* arm) {
+          if (a.arm_triad_reps > 0) arm_triad[arm] = triad(t, a.triad_mib, a.arm_triad_reps)["gb_s"]["median"];
+        };
+        std::optional<ArRun> kd, kp;
+        std::optional<LlamaRun> ld, lp;
+        auto kakeya_arm = [&](bool decode) {
+          probe(decode ? "kakeya_decode" : "kakeya_prefill");
+          const std::vector<int> prompts = decode ? std::vector<int>{kDecodePromptTokens} : a.prompt_tokens;
+          auto res = ar_bench(a, model_path(a, type), t, a.samples, tag + (decode ? "-tg" : "-pp"), prompts);
+          if (!res.ok()) {
+            std::cerr << "engine_bench: " << res.error().str() << "\n";
+            return false;
+          }
+          (decode ? kd : kp) = std::move(*res);
+          if (!decode) rj["kakeya"]["load"] = read_first_line("/proc/loadavg");
+          return true;
+        };
+        auto llama_arm = [&](bool decode) {
+          if (a.llama_bench.empty()) return true;
+          probe(decode ? "llama_decode" : "llama_prefill");
+          auto res = decode ? llama_bench(a, model_path(a, type), t, a.samples, tag + "-tg", {}, a.gen_tokens)
+                            : llama_bench(a, model_path(a, type), t, a.samples, tag + "-pp", a.prompt_tokens, 0);
+          if (!res.ok()) {
+            std::cerr << "engine_bench: " << res.error().str() << "\n";
+            return false;
+          }
+          (decode ? ld : lp) = std::move(*res);
+          if (!decode) rj["llama"]["load"] = read_first_line("/proc/loadavg");
+          return true;
+        };
+        for (bool decode : {true, false}) {
+          const bool ok = llama_first ? llama_arm(decode) && kakeya_arm(decode) : kakeya_arm(decode) && llama_arm(decode);
+          if (!ok) return 1;
         }
-        json rj = {{"round", round}, {"kakeya", {{"load", read_first_line("/proc/loadavg")}}}};
         for (size_t i = 0; i < n_prompts; ++i) {
-          const size_t arm = aggregate_index(ar->report, a.prompt_tokens[i]);
-          pre[i].push_back(arm_median(ar->report, "prefill_tok_s", arm));
-          pre_s[i].push_back(arm_median(ar->report, "prefill_s", arm));
+          const size_t arm = aggregate_index(kp->report, a.prompt_tokens[i]);
+          pre[i].push_back(arm_median(kp->report, "prefill_tok_s", arm));
+          pre_s[i].push_back(arm_median(kp->report, "prefill_s", arm));
           rj["kakeya"]["pp" + std::to_string(a.prompt_tokens[i])] = pre[i].back();
         }
-        dec.push_back(arm_median(ar->report, "decode_tok_s", aggregate_index(ar->report, kDecodePromptTokens)));
-        dec_deep.push_back(arm_median(ar->report, "decode_tok_s", aggregate_index(ar->report, a.prompt_tokens[0])));
+        dec.push_back(arm_median(kd->report, "decode_tok_s", aggregate_index(kd->report, kDecodePromptTokens)));
+        dec_deep.push_back(arm_median(kp->report, "decode_tok_s", aggregate_index(kp->report, a.prompt_tokens[0])));
         rj["kakeya"]["tg" + std::to_string(a.gen_tokens)] = dec.back();
         rj["kakeya"]["tg" + std::to_string(a.gen_tokens) + "_after_pp" + std::to_string(a.prompt_tokens[0])] =
             dec_deep.back();
         if (!a.llama_bench.empty()) {
-          auto lb = llama_bench(a, model_path(a, type), t, a.samples, tag);
-          if (!lb.ok()) {
-            std::cerr << "engine_bench: " << lb.error().str() << "\n";
-            return 1;
-          }
           for (size_t i = 0; i < n_prompts; ++i) {
-            const double v = lb->tok_s["pp" + std::to_string(a.prompt_tokens[i])];
+            const double v = lp->tok_s["pp" + std::to_string(a.prompt_tokens[i])];
             pre_llama[i].push_back(v);
             if (v > 0) pre_ratio[i].push_back(pre[i].back() / v);
           }
-          const double v = lb->tok_s["tg" + std::to_string(a.gen_tokens)];
+          const double v = ld->tok_s["tg" + std::to_string(a.gen_tokens)];
           dec_llama.push_back(v);
           if (v > 0) dec_ratio.push_back(dec.back() / v);
-          rj["llama"] = lb->tok_s;
-          rj["llama"]["load"] = read_first_line("/proc/loadavg");
-          if (!lb->rows.empty())
-            rj["llama_build"] = {{"build_commit", lb->rows[0].value("build_commit", "")},
-                                 {"cpu_info", lb->rows[0].value("cpu_info", "")},
-                                 {"n_threads", lb->rows[0].value("n_threads", 0)},
-                                 {"n_batch", lb->rows[0].value("n_batch", 0)},
-                                 {"n_ubatch", lb->rows[0].value("n_ubatch", 0)},
-                                 {"type_k", lb->rows[0].value("type_k", "")}};
+          for (const auto& [k, v_pp] : lp->tok_s) rj["llama"][k] = v_pp;
+          for (const auto& [k, v_tg] : ld->tok_s) rj["llama"][k] = v_tg;
+          if (!lp->rows.empty())
+            rj["llama_build"] = {{"build_commit", lp->rows[0].value("build_commit", "")},
+                                 {"cpu_info", lp->rows[0].value("cpu_info", "")},
+                                 {"n_threads", lp->rows[0].value("n_threads", 0)},
+                                 {"n_batch", lp->rows[0].value("n_batch", 0)},
+                                 {"n_ubatch", lp->rows[0].value("n_ubatch", 0)},
+                                 {"type_k", lp->rows[0].value("type_k", "")}};
         }
+        if (!arm_triad.empty()) rj["triad_gb_s"] = arm_triad;
         rounds.push_back(rj);
-        last = std::move(*ar);
+        last = std::move(*kp);
       }
       const auto after = beside();
       bw[t] = std::max(before.first, after.first);
@@ -652,7 +685,8 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
-  app.add_option("--rounds", a.rounds, "Rounds per type and thread count (kakeya, then llama-bench when given)")
+  app.add_option("--rounds", a.rounds, "Rounds per type and thread count (with --llama-bench: both engines' decode, then both "
+                 "engines' prefill; llama.cpp first in every other round)")
       ->capture_default_str()
       ->check(CLI::Range(1, 20));
   app.add_option("--batched-matmul", a.batched_matmul, "ar-bench --batched-matmul: auto, sgemm or quantized")
@@ -662,6 +696,10 @@ int main(int argc, char** argv) {
                  "llama.cpp's llama-bench binary: each round also runs it on the same files and thread counts, and "
                  "the JSON records the ratios")
       ->check(CLI::ExistingFile);
+  app.add_option("--arm-triad-reps", a.arm_triad_reps,
+                 "Triad passes just before each arm of a round, recorded as rounds[].triad_gb_s (0: none)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100));
   app.add_option("--roofline-reps", a.roofline_reps, "Repetitions of each roofline peak")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
