@@ -74,6 +74,10 @@ nlohmann::json probe_cpu() {
   };
   cpu["model_name"] = get("model name").is_null() ? get("Model") : get("model name");
   cpu["vendor"] = get("vendor_id").is_null() ? get("CPU implementer") : get("vendor_id");
+  // x86 "cpu family" / "model" as /proc/cpuinfo prints them (decimal; null elsewhere): "AMD EPYC"
+  // alone does not tell a Zen 4 (family 25) from a Zen 5 (family 26) VM.
+  cpu["family"] = get("cpu family");
+  cpu["model"] = get("model");
   std::string flags = info.first.count("flags") ? info.first.at("flags") : "";
   if (flags.empty() && info.first.count("Features")) flags = info.first.at("Features");
   std::set<std::string> have;
