@@ -20,13 +20,21 @@ Command add_cancel(CLI::App& root, GlobalOptions& g) {
             auto branch = resolve_branch_arg(*session, *target);
             if (!branch.ok()) return fail(g, branch.error());
             const std::string by = default_requested_by();
-            auto out = request_cancel(session->bus, *branch, by, reason->empty() ? "cancelled by " + by : *reason);
+            CancelOptions options;
+            options.on_lost = [&](int attempts) {
+              std::cerr << "kakeya: cancel push " << attempts << " lost to a newer commit on "
+                        << bridge::printable(*branch) << "; retrying for up to " << kCancelPatienceS << " s"
+                        << std::endl;
+            };
+            auto out = request_cancel(session->bus, *branch, by, reason->empty() ? "cancelled by " + by : *reason,
+                                      options);
             if (!out.ok()) return fail(g, out.error());
             if (g.json) {
               print_json({{"branch", *branch},
                           {"requested", out->requested},
                           {"state", bridge::to_string(out->state)},
                           {"commit", out->commit.empty() ? nlohmann::json(nullptr) : nlohmann::json(out->commit)},
+                          {"attempts", out->attempts},
                           {"message", out->message}});
             } else {
               std::cout << bridge::printable(*branch) << ": " << out->message << std::endl;

@@ -6,6 +6,7 @@
 #include <cerrno>
 
 #include "bridge/layout.h"
+#include "client/cancel.h"
 #include "tests/harness/bus_world.h"
 #include "tests/integration/fleet_util.h"
 
@@ -25,7 +26,7 @@ TEST(FleetCancel, QueuedRunningAndFinished) {
   EXPECT_TRUE(j1["requested"].get<bool>());
   EXPECT_EQ(j1["state"], "queued");
 
-  auto runner = world.start_runner("r1", {{"heartbeat_s", "0.5"}});
+  auto runner = world.start_runner("r1", {{"heartbeat_s", "2"}});
   json st = world.wait_state(queued, "terminal", 30);
   ASSERT_TRUE(st.is_object()) << runner->log();
   EXPECT_EQ(st["state"], "cancelled");
@@ -69,6 +70,70 @@ TEST(FleetCancel, QueuedRunningAndFinished) {
   ASSERT_EQ(refs_after->size(), 1u);
   EXPECT_EQ(refs_after->at(0).oid, refs_before->at(0).oid) << "cancel after finish moved the branch";
   EXPECT_EQ(world.status(done)["state"], "succeeded");
+}
+
+// A running job's heartbeats can land between a cancel's fetch and its push (the CI failure of
+// 62f3782: five quick losses to 0.5 s heartbeats under ASan). The cancel retries until its
+// patience runs out, loses nothing another writer committed, and when it gives up says how often
+// it lost. The races are made exact: the branch is moved between the commit and its push.
+TEST(FleetCancel, OutlastsCommitsRacingItAndNamesItsAttemptsWhenItGivesUp) {
+  BusWorld world(Transport::GitDaemon);
+  auto opened = bridge::GitBus::open(world.remote(), world.dir() / "client-cache", bridge::Credentials{});
+  ASSERT_TRUE(opened.ok()) << opened.error().str();
+  bridge::GitBus client_bus = std::move(opened).value();
+  int moves = 0;
+  auto move_branch = [&](const std::string& branch) {  // another writer's commit, as a heartbeat is
+    const std::string ref = "refs/heads/" + branch;
+    auto fetched = world.bus().fetch({ref});
+    ASSERT_TRUE(fetched.ok()) << fetched.error().str();
+    const std::string tip = fetched->at(ref);
+    const std::string path = "notes/move-" + std::to_string(++moves) + ".txt";
+    auto c = world.bus().make_commit(tip, tip, {{path, std::string("a commit racing the cancel\n")}}, "racer",
+                                     bridge::CommitAuthor{"Racer", "racer@kakeya.invalid", {}});
+    ASSERT_TRUE(c.ok()) << c.error().str();
+    auto pushed = world.bus().push_cas(ref, *c, tip);
+    ASSERT_TRUE(pushed.ok()) << pushed.error().str();
+    ASSERT_EQ(*pushed, bridge::PushOutcome::Won);
+  };
+
+  // Three pushes lost, the fourth wins; the racer's three commits stay under the cancel.
+  const std::string branch = world.request({"test-job"});
+  std::vector<int> lost;
+  client::CancelOptions options;
+  options.on_lost = [&](int attempts) { lost.push_back(attempts); };
+  options.before_push = [&] {
+    if (moves < 3) move_branch(branch);
+  };
+  auto won = client::request_cancel(client_bus, branch, "tester", "racing heartbeats", options);
+  ASSERT_TRUE(won.ok()) << won.error().str();
+  EXPECT_TRUE(won->requested);
+  EXPECT_EQ(won->attempts, 4);
+  EXPECT_EQ(lost, (std::vector<int>{1, 2, 3}));
+  EXPECT_FALSE(world.read_run_file(branch, std::string(bridge::kCancelPath)).empty());
+  auto tip_files = world.bus().list_dir(won->commit, "notes");
+  ASSERT_TRUE(tip_files.ok()) << tip_files.error().str();
+  EXPECT_EQ(tip_files->size(), 3u) << "a commit the cancel raced was lost";
+
+  // A branch that moves before every push: the cancel gives up after its patience, naming the
+  // attempts, and leaves no cancel.json.
+  const std::string busy = world.request({"test-job"});
+  lost.clear();
+  options.patience_s = 1.0;
+  options.before_push = [&] { move_branch(busy); };
+  auto gave_up = client::request_cancel(client_bus, busy, "tester", "racing heartbeats", options);
+  ASSERT_FALSE(gave_up.ok());
+  EXPECT_EQ(gave_up.error().code, errc::kCancelLost);
+  ASSERT_FALSE(lost.empty());
+  const std::string times = " lost its compare-and-swap " + std::to_string(lost.back()) + " times in ";
+  EXPECT_NE(gave_up.error().message.find(times), std::string::npos) << gave_up.error().str();
+  EXPECT_NE(gave_up.error().message.find(busy), std::string::npos) << gave_up.error().str();
+  EXPECT_TRUE(world.read_run_file(busy, std::string(bridge::kCancelPath)).empty());
+
+  options.patience_s = -1;
+  auto refused = client::request_cancel(client_bus, busy, "tester", "racing heartbeats", options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, errc::kBadValue);
+  EXPECT_NE(refused.error().message.find("-1"), std::string::npos) << refused.error().str();
 }
 
 }  // namespace
