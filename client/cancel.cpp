@@ -19,7 +19,7 @@ nlohmann::json cancel_document(const std::string& requested_by, const std::strin
 
 Result<CancelOutcome> request_cancel(bridge::GitBus& bus, const std::string& branch, const std::string& requested_by,
                                      const std::string& reason, const CancelOptions& options) {
-  if (!(options.patience_s >= 0) || !std::isfinite(options.patience_s)) {
+  if (!std::isfinite(options.patience_s) || options.patience_s < 0) {
     return make_error(errc::kBadValue, "cancel patience " + std::to_string(options.patience_s) +
                                        " s: must be a finite number of seconds >= 0");
   }
