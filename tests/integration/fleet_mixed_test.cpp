@@ -58,7 +58,11 @@ std::vector<std::string> offered_by(const json& view, const std::string& preset)
 TEST(FleetMixed, PresetOnlyAnotherLiveRunnerHasIsLeftToItThenRejectedWhenNoneIsLive) {
   BusWorld world(Transport::GitDaemon);
   const fs::path catalog_b = write_catalog_b(world);
-  auto ra = world.start_runner("ra", {{"heartbeat_s", "0.5"}, {"lease_s", "3"}});
+  // ra counts rb live while rb's branch has moved within ra's lease_s. 10 s, not less: at 3 s, in
+  // a CI run of the suite on 2 cores, ra once saw no move of rb's branch (heartbeats every 0.5 s)
+  // for 3 s and rejected b1 while rb was claiming it (rb won the compare-and-swap, so nothing ran
+  // twice, but ra's log said "rejected").
+  auto ra = world.start_runner("ra", {{"heartbeat_s", "0.5"}, {"lease_s", "10"}});
   auto rb = world.start_runner("rb", {{"heartbeat_s", "0.5"}, {"catalog_path", catalog_b.string()}});
 
   // Both runners publish what they offer; the client sees it (with catalog B for the details).
