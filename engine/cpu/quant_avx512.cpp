@@ -693,6 +693,24 @@ void rows_q6_k(const void* w, int64_t n, int64_t r0, int64_t r1, const Activatio
       });
 }
 
+// Q4_K rows go two far streams with the 4 KiB prefetch on every CPU. On the 2-core AMD EPYC
+// (Zen 5) VM, one thread, kakeya_kernels_bench from memory (24 matrices of 5632×2048) against
+// this order in the same minutes, none of these won:
+//   - one row at a time, no prefetch: 19.4-20.4 GB/s against 17.0-18.1 in one run, but synth
+//     TinyLlama decode 27.5-31.1 tok/s against 32.4-34.1; it computes 29-35 GB/s in cache, this
+//     order 39-40;
+//   - two far rows without the prefetch: 21.3-29.2 against 19.4-24.7 (five ABBA rounds, medians
+//     24.0 and 22.6); decode 33.1-36.8 against 33.9-38.4 (five ABBA rounds); two threads no better;
+//   - two adjacent rows (r, r + 1), or two adjacent pairs far apart, no prefetch: 6.4-8.0 GB/s
+//     (each row's bytes meet the other's out of order in the same pages; why that is so slow
+//     was not found out);
+//   - a packed layout, 16 rows interleaved a pair and 4 super-blocks at a time in exactly the
+//     order this kernel loads them (one front-to-back stream, as packed Q4_0 is read): 14.2-15.9
+//     against 17.1-19.2 (packed Q4_0 15.2-27.9 in the same runs), and 32 GB/s in cache against 39.
+// In cache (256 rows) this kernel reads 30-40 GB/s of weights where packed Q4_0 reads 51-54,
+// which points at the kernel's own rate, more than the order it reads memory in, as what one
+// thread's decode waits on (a profile of that decode finds no single stall: the hottest
+// instruction, a block header's load, has 8.6% of the kernel's samples).
 void rows_q4_k(const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act, float* y) {
   const int64_t nb = n / 256;
   const auto* base = static_cast<const BlockQ4_K*>(w);
