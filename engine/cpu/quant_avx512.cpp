@@ -693,9 +693,9 @@ void rows_q6_k(const void* w, int64_t n, int64_t r0, int64_t r1, const Activatio
       });
 }
 
-// Q4_K rows go two far streams with the 4 KiB prefetch on every CPU. On the 2-core AMD EPYC
-// (Zen 5) VM, one thread, kakeya_kernels_bench from memory (24 matrices of 5632×2048) against
-// this order in the same minutes, none of these won:
+// Q4_K rows go two far streams with the software prefetch (prefetch_bytes()) on every CPU. On the
+// 2-core AMD EPYC (Zen 5) VM, one thread, kakeya_kernels_bench from memory (24 matrices of
+// 5632×2048) against this order in the same minutes, none of these made decode faster:
 //   - one row at a time, no prefetch: 19.4-20.4 GB/s against 17.0-18.1 in one run, but synth
 //     TinyLlama decode 27.5-31.1 tok/s against 32.4-34.1; it computes 29-35 GB/s in cache, this
 //     order 39-40;
