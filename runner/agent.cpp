@@ -484,28 +484,39 @@ void Agent::observe_peers(const std::vector<bridge::RemoteRef>& refs) {
   for (const auto& r : refs) {
     if (!bridge::is_runner_branch(r.name) || r.name == beat_.ref()) continue;
     present.insert(r.name);
-    auto it = peers_.find(r.name);
-    if (it != peers_.end() && it->second.oid == r.oid) continue;
-    peers_[r.name] = Peer{r.oid, now, std::nullopt};
-    moved.push_back(r.name);
+    Peer& p = peers_[r.name];  // a new peer: no doc yet
+    if (p.oid != r.oid) {
+      p.oid = r.oid;
+      p.first_seen = now;  // moved: live again (its doc stays until a newer one is read)
+    }
+    if (p.doc_oid != p.oid) moved.push_back(r.name);
   }
   std::erase_if(peers_, [&](const auto& kv) { return !present.count(kv.first); });
   if (moved.empty()) return;
   auto fetched = bus_->fetch(moved);
   if (!fetched.ok()) {
     spdlog::debug("cannot fetch {} runner branch(es): {}", moved.size(), fetched.error().str());
-    return;  // read again when they move next
+    return;  // doc_oid != oid: fetched again at the next poll
   }
   for (const auto& [ref, oid] : *fetched) {
     auto it = peers_.find(ref);
-    if (it == peers_.end() || it->second.oid != oid) continue;
+    if (it == peers_.end() || oid.empty()) continue;
+    // The fetch may find the branch already moved past the advertised tip (a heartbeat in
+    // between): that commit is newer, and read as the peer's tip.
+    Peer& p = it->second;
+    if (p.oid != oid) {
+      p.oid = oid;
+      p.first_seen = clock_type::now();
+    }
     auto text = bus_->read_file(oid, bridge::kRunnerDocFile, bridge::kMaxRunnerDocBytes);
     auto doc = !text.ok()            ? Result<bridge::RunnerDoc>(text.error())
                : !text->has_value() ? Result<bridge::RunnerDoc>(make_error(errc::kNotFound, "no runner.json"))
                                     : bridge::parse_runner_doc(**text);
+    p.doc_oid = oid;
     if (doc.ok()) {
-      it->second.doc = std::move(doc).value();
+      p.doc = std::move(doc).value();
     } else {
+      p.doc.reset();  // what the branch says now is no offer
       spdlog::debug("{}: runner.json unreadable: {}", shown(ref), doc.error().str());
     }
   }

@@ -176,13 +176,19 @@ class Agent {
   RunnerBeat beat_{cfg_, catalog_};
 
   // Other runners, by runner branch ref: what their runner.json says and when its tip moved.
+  // A peer's doc is the newest one read from its branch; it is kept while the branch moves on
+  // (each heartbeat moves it) until a newer commit has been read, so a fetch that fails, or that
+  // finds the branch already moved past the advertised tip, never makes a live peer look as if it
+  // offered nothing.
   struct Peer {
-    std::string oid;
+    std::string oid;                                   // the tip last seen (advertised or fetched)
     std::chrono::steady_clock::time_point first_seen;  // when this oid was first seen
-    std::optional<bridge::RunnerDoc> doc;              // nullopt: not read (yet), or unreadable
+    std::optional<bridge::RunnerDoc> doc;              // nullopt: none read yet, or the last read unreadable
+    std::string doc_oid;                               // the commit `doc` was read from (or found unreadable at)
   };
   std::map<std::string, Peer> peers_;
-  // Records the runner branches of `refs` (not ours), fetching and reading the moved ones.
+  // Records the runner branches of `refs` (not ours), fetching and reading those whose tip has not
+  // been read yet (moved, or a failed fetch to retry).
   void observe_peers(const std::vector<bridge::RemoteRef>& refs);
   // Ids of live runners (see above) whose runner.json lists `preset`.
   std::vector<std::string> live_runners_offering(const std::string& preset) const;

@@ -3,6 +3,8 @@
 //    alone by the other and run by the one that has it; once that runner is gone (killed, so it
 //    never said "stopped", and its lease ran out) the other rejects such a request, naming the
 //    preset and that no live runner offers it.
+//  - A runner whose branch moves faster than another runner can list and fetch it still counts as
+//    offering its presets there.
 //  - `kakeya presets` shows what the live runners offer, and says when it falls back to the local
 //    catalog.
 //  - A hosted agent's branch template: `kakeya request --prefix agents/kakeya- --suffix -b876`
@@ -16,6 +18,7 @@
 #include <thread>
 
 #include "tests/harness/bus_world.h"
+#include "tests/harness/fault_proxy.h"
 #include "tests/integration/fleet_util.h"
 
 namespace kakeya::testing {
@@ -25,17 +28,23 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace fleet;
 
-// The world's test catalog plus a preset only runner "rb" has.
+// The world's test catalog plus two presets only runner "rb" has: test-b-only, and test-b-sleep,
+// which sleeps a minute.
 fs::path write_catalog_b(const BusWorld& w) {
   std::ifstream in(w.catalog_path());
   std::stringstream ss;
   ss << in.rdbuf();
   const fs::path p = w.dir() / "presets-b.yaml";
+  const std::string job = (binary_dir() / "kakeya-test-job").string();
   std::ofstream(p) << ss.str() << "  - name: test-b-only\n"
                    << "    description: Only runner rb has this preset\n"
-                   << "    argv: [" << (binary_dir() / "kakeya-test-job").string() << ", --echo, only-b]\n"
+                   << "    argv: [" << job << ", --echo, only-b]\n"
                    << "    env: [KAKEYA_TEST_LEDGER]\n"
-                   << "    timeout_s: 30\n";
+                   << "    timeout_s: 30\n"
+                   << "  - name: test-b-sleep\n"
+                   << "    description: Only runner rb has this preset; it sleeps a minute\n"
+                   << "    argv: [" << job << ", --sleep-ms, \"60000\"]\n"
+                   << "    timeout_s: 120\n";
   return p;
 }
 
@@ -58,10 +67,11 @@ std::vector<std::string> offered_by(const json& view, const std::string& preset)
 TEST(FleetMixed, PresetOnlyAnotherLiveRunnerHasIsLeftToItThenRejectedWhenNoneIsLive) {
   BusWorld world(Transport::GitDaemon);
   const fs::path catalog_b = write_catalog_b(world);
-  // ra counts rb live while rb's branch has moved within ra's lease_s. 10 s, not less: at 3 s, in
-  // a CI run of the suite on 2 cores, ra once saw no move of rb's branch (heartbeats every 0.5 s)
-  // for 3 s and rejected b1 while rb was claiming it (rb won the compare-and-swap, so nothing ran
-  // twice, but ra's log said "rejected").
+  // ra counts rb live while rb's branch has moved within ra's lease_s (10 s). A CI run of the
+  // suite on 2 cores once saw ra reject b1 while rb was claiming it (rb won the compare-and-swap,
+  // so nothing ran twice); it was read then as ra seeing no move for a 3 s lease, but the likelier
+  // cause was ra dropping rb's offer whenever rb's 0.5 s heartbeats moved its branch between ra's
+  // listing and its fetch (PeerMovingBetweenListingAndFetchStillCountsAsOffering, below).
   auto ra = world.start_runner("ra", {{"heartbeat_s", "0.5"}, {"lease_s", "10"}});
   auto rb = world.start_runner("rb", {{"heartbeat_s", "0.5"}, {"catalog_path", catalog_b.string()}});
 
@@ -116,6 +126,49 @@ TEST(FleetMixed, PresetOnlyAnotherLiveRunnerHasIsLeftToItThenRejectedWhenNoneIsL
   bool has_b = false;
   for (const auto& p : fallback["presets"]) has_b = has_b || p["name"] == "test-b-only";
   EXPECT_TRUE(has_b) << fallback.dump();
+}
+
+// A runner whose branch moves between another runner's listing and that runner's fetch (it
+// heartbeats faster than the other's round trip to the server) still counts, there, as offering
+// its presets: the fetch finds a newer tip than the one listed, and that commit's runner.json is
+// read. Before, the other runner dropped the peer's offer at every move and read a new one only
+// when the fetched tip was the listed one, so here it rejected a request the peer offered ("no
+// live runner offers it"). ra reaches the server through a proxy that delays every chunk 300 ms;
+// rb's branch moves every 0.2-0.4 s. rb is busy with a job (max_jobs 1), so a test-b-only request
+// stays queued while rb is live, and ra looks at it again at every poll.
+TEST(FleetMixed, PeerMovingBetweenListingAndFetchStillCountsAsOffering) {
+  BusWorld world(Transport::GitDaemon);
+  const fs::path catalog_b = write_catalog_b(world);
+  auto proxy = FaultProxy::start(world.server_port());
+  ASSERT_TRUE(proxy);
+  proxy->set_mode(FaultProxy::Mode::Delay, 300);
+  auto ra = world.start_runner("ra", {{"remote_url", world.remote_via(proxy->port())}});
+  auto rb = world.start_runner("rb", {{"heartbeat_s", "0.2"}, {"catalog_path", catalog_b.string()}});
+  json view;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        view = presets_view(world, catalog_b, "1m");
+        return offered_by(view, "test-b-sleep") == std::vector<std::string>{"rb"};
+      },
+      30, 0.3))
+      << view.dump(2) << rb->log();
+  const std::string busy = world.request({"test-b-sleep"}, {{"KAKEYA_CATALOG", catalog_b.string()}});
+  ASSERT_TRUE(world.wait_state(busy, "running", 60).is_object()) << ra->log() << rb->log();
+
+  const std::string b = world.request({"test-b-only"}, {{"KAKEYA_CATALOG", catalog_b.string()}});
+  const std::string left_to_rb = b + ": preset 'test-b-only' is not in this runner's catalog; live runner(s) rb offer it";
+  auto times_left = [&] {
+    const std::string log = ra->log();
+    int n = 0;
+    for (size_t at = log.find(left_to_rb); at != std::string::npos; at = log.find(left_to_rb, at + 1)) ++n;
+    return n;
+  };
+  ASSERT_TRUE(wait_until([&] { return times_left() >= 3 || ra->log().find(b + ": rejected") != std::string::npos; },
+                         90, 0.5))
+      << ra->log();
+  EXPECT_EQ(ra->log().find(b + ": rejected"), std::string::npos) << ra->log();
+  EXPECT_GE(times_left(), 3) << ra->log();
+  EXPECT_EQ(world.state(b), "");  // still queued: rb is live, offers it and is busy
 }
 
 TEST(FleetMixed, HostedAgentBranchTemplateWithDashSuffix) {
