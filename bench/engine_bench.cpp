@@ -2,7 +2,9 @@
 //
 //   1. memory bandwidth: STREAM-style triad a[i] = b[i] + s·c[i] over doubles, 3 arrays of
 //      --triad-mib MiB each, counted as 24 bytes per element (STREAM convention, no
-//      write-allocate), median of --triad-reps, at each thread count;
+//      write-allocate), median of --triad-reps, at each thread count; and a read stream (what
+//      decode does to memory: read only), one buffer of the triad's three arrays' bytes in
+//      transparent huge pages, every 64-byte line read once per pass;
 //   2. OpenBLAS sgemm GFLOP/s (2·M·N·K / s, median of --sgemm-reps) for square and model-shaped
 //      problems, at each thread count;
 //   3. the core's compute roofline (bench/roofline.h): FMA, BF16-dot and int8-dot peaks of the
@@ -17,6 +19,8 @@
 //        decode (after a 1-token prompt, at llama-bench tg's positions; kDecodePromptTokens)
 //        efficiency = weight bytes read per token × decode tok/s ÷ triad bandwidth
 //        (measured just before and just after that type's rounds, the higher of the two),
+//        read efficiency = the same weight GB/s ÷ the read stream measured just before that
+//        decode arm, per round and per engine (near 1: the engine's decode waits on the bus),
 //        prefill efficiency = prefill FLOP/s ÷ sgemm FLOP/s (model-shaped, same threads) and
 //        ÷ the roofline peak of the instruction the type's GEMM runs on (roofline_peak_for);
 //   5. oversubscription: one spinning child process, then decode at --threads 2 vs 1.
@@ -25,13 +29,16 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -144,6 +151,55 @@ json triad(int n_threads, int mib, int reps) {
   (void)sink;
   return {{"threads", n_threads}, {"array_bytes", n * sizeof(double)}, {"gb_s", stats_json(gbs)}};
 }
+
+// ---- 1b. read stream ----
+// GB/s of a plain read of `mib` MiB (madvise(MADV_HUGEPAGE), as the CPU backend holds its weight
+// copies), each of n_threads threads reading its contiguous share front to back: one 8-byte load
+// per 64-byte line into 4 independent sums, so every line crosses the memory bus and the loads
+// themselves are never the limit (one thread issues a load per 64 bytes: a few per nanosecond at
+// the bus rates measured). The pages are touched once before the first timed pass; median of
+// `reps` passes. This is the ceiling of a decode that reads each weight once per token and writes
+// next to nothing, which the triad (two reads and a write per element, the write's line fill not
+// counted) understates: on the 2-core AMD EPYC (Zen 4) VM, two threads read 29 GB/s this way
+// where the triad reported 24.
+json read_stream(int n_threads, int mib, int reps) {
+  const size_t bytes = static_cast<size_t>(mib) << 20;
+  void* mem = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED)
+    return {{"threads", n_threads}, {"bytes", bytes}, {"gb_s", stats_json({})}, {"error", "mmap failed"}};
+  ::madvise(mem, bytes, MADV_HUGEPAGE);
+  auto* p = static_cast<uint8_t*>(mem);
+  ThreadPool pool(n_threads);
+  const size_t lines = bytes / 64, parts = static_cast<size_t>(n_threads);
+  std::vector<uint64_t> sums(parts);
+  auto each = [&](auto&& body) {
+    pool.parallel_for(parts, [&](size_t part, int) { body(part, lines * part / parts, lines * (part + 1) / parts); });
+  };
+  each([&](size_t, size_t lo, size_t hi) { std::memset(p + lo * 64, 1, (hi - lo) * 64); });
+  std::vector<double> gbs;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = Clock::now();
+    each([&](size_t part, size_t lo, size_t hi) {
+      const auto* w = reinterpret_cast<const volatile uint64_t*>(p);
+      uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      size_t i = lo;
+      for (; i + 4 <= hi; i += 4) {
+        s0 += w[8 * i];
+        s1 += w[8 * (i + 1)];
+        s2 += w[8 * (i + 2)];
+        s3 += w[8 * (i + 3)];
+      }
+      for (; i < hi; ++i) s0 += w[8 * i];
+      sums[part] = s0 + s1 + s2 + s3;
+    });
+    gbs.push_back(static_cast<double>(bytes) / seconds_since(t0) / 1e9);
+  }
+  ::munmap(mem, bytes);
+  return {{"threads", n_threads}, {"bytes", bytes}, {"gb_s", stats_json(gbs)}};
+}
+
+// The read stream's footprint: the triad's three arrays.
+int read_stream_mib(const Args& a) { return 3 * a.triad_mib; }
 
 // ---- 2. sgemm: C[M][N] = A[M][K] · B[N][K]^T (the engine's layout: weights row-major [N][K]) ----
 json sgemm(int n_threads, int M, int N, int K, int reps, const std::string& label) {
@@ -400,6 +456,13 @@ int run(Args a) {
     bws.push_back(j);
   }
   r["bandwidth"] = bws;
+  json reads = json::array();
+  for (int t : a.threads) {
+    json j = read_stream(t, read_stream_mib(a), a.triad_reps);
+    std::fprintf(stderr, "read   threads %d: %.2f GB/s\n", t, j["gb_s"].value("median", 0.0));
+    reads.push_back(j);
+  }
+  r["read_bandwidth"] = reads;
   for (int t : a.threads) {
     for (int n : a.sgemm_square) sgs.push_back(sgemm(t, n, n, n, a.sgemm_reps, "square"));
     json j = sgemm(t, a.prompt_tokens[0], F, E, a.sgemm_reps, "model:prompt x ffn_up");
@@ -426,8 +489,8 @@ int run(Args a) {
   r["roofline"] = roof;
 
   json models = json::array();
-  std::printf("%-6s %3s %6s %10s %8s %8s %8s %10s %8s %8s %10s\n", "type", "thr", "prompt", "prefill/s", "vs_llama",
-              "pre_eff", "roof_eff", "decode/s", "vs_llama", "dec_eff", "peakRSS_MB");
+  std::printf("%-6s %3s %6s %10s %8s %8s %8s %10s %8s %8s %8s %8s %10s\n", "type", "thr", "prompt", "prefill/s",
+              "vs_llama", "pre_eff", "roof_eff", "decode/s", "vs_llama", "dec_eff", "rd_eff", "l_rd_eff", "peakRSS_MB");
   for (const std::string& type : a.types) {
     if (Status st = ensure_model(a, type); !st.ok()) {
       std::cerr << "engine_bench: " << st.error().str() << "\n";
@@ -453,7 +516,7 @@ int run(Args a) {
       const auto before = beside();
       // Per prompt length: tok/s of each round, both engines, and the per-round ratios.
       std::vector<std::vector<double>> pre(n_prompts), pre_s(n_prompts), pre_llama(n_prompts), pre_ratio(n_prompts);
-      std::vector<double> dec, dec_deep, dec_llama, dec_ratio;
+      std::vector<double> dec, dec_deep, dec_llama, dec_ratio, dec_read_eff, dec_llama_read_eff;
       json rounds = json::array();
       ArRun last;
       for (int round = 0; round < a.rounds; ++round) {
@@ -465,15 +528,18 @@ int run(Args a) {
         // prefill arm decodes after the longer prompts too (decode.after_longer_prompt).
         const bool llama_first = !a.llama_bench.empty() && round % 2 == 1;
         json rj = {{"round", round}, {"order", llama_first ? "llama-first" : "kakeya-first"}};
-        json arm_triad = json::object();
-        // A short triad just before an arm (arm_triad_reps passes): the bus that arm met.
-        auto probe = [&](const char* arm) {
-          if (a.arm_triad_reps > 0) arm_triad[arm] = triad(t, a.triad_mib, a.arm_triad_reps)["gb_s"]["median"];
+        json arm_triad = json::object(), arm_read = json::object();
+        // A short triad just before an arm (arm_triad_reps passes): the bus that arm met; before a
+        // decode arm also the read stream, the ceiling of that arm's weight reads.
+        auto probe = [&](const char* arm, bool decode) {
+          if (a.arm_triad_reps <= 0) return;
+          arm_triad[arm] = triad(t, a.triad_mib, a.arm_triad_reps)["gb_s"]["median"];
+          if (decode) arm_read[arm] = read_stream(t, read_stream_mib(a), a.arm_triad_reps)["gb_s"]["median"];
         };
         std::optional<ArRun> kd, kp;
         std::optional<LlamaRun> ld, lp;
         auto kakeya_arm = [&](bool decode) {
-          probe(decode ? "kakeya_decode" : "kakeya_prefill");
+          probe(decode ? "kakeya_decode" : "kakeya_prefill", decode);
           const std::vector<int> prompts = decode ? std::vector<int>{kDecodePromptTokens} : a.prompt_tokens;
           auto res = ar_bench(a, model_path(a, type), t, a.samples, tag + (decode ? "-tg" : "-pp"), prompts);
           if (!res.ok()) {
@@ -486,7 +552,7 @@ int run(Args a) {
         };
         auto llama_arm = [&](bool decode) {
           if (a.llama_bench.empty()) return true;
-          probe(decode ? "llama_decode" : "llama_prefill");
+          probe(decode ? "llama_decode" : "llama_prefill", decode);
           auto res = decode ? llama_bench(a, model_path(a, type), t, a.samples, tag + "-tg", {}, a.gen_tokens)
                             : llama_bench(a, model_path(a, type), t, a.samples, tag + "-pp", a.prompt_tokens, 0);
           if (!res.ok()) {
@@ -532,6 +598,15 @@ int run(Args a) {
                                  {"type_k", lp->rows[0].value("type_k", "")}};
         }
         if (!arm_triad.empty()) rj["triad_gb_s"] = arm_triad;
+        if (!arm_read.empty()) rj["read_gb_s"] = arm_read;
+        // Each engine's weight GB/s in its decode arm over the read stream just before that arm.
+        auto read_efficiency = [&](const char* arm, double tok_s) {
+          const double ceiling = arm_read.value(arm, 0.0);
+          return ceiling > 0 && tok_s > 0 ? c.weight_bytes_per_token * tok_s / (ceiling * 1e9) : 0.0;
+        };
+        if (const double e = read_efficiency("kakeya_decode", dec.back()); e > 0) dec_read_eff.push_back(e);
+        if (!dec_llama.empty())
+          if (const double e = read_efficiency("llama_decode", dec_llama.back()); e > 0) dec_llama_read_eff.push_back(e);
         rounds.push_back(rj);
         last = std::move(*kp);
       }
@@ -564,8 +639,8 @@ int run(Args a) {
         std::printf("%-6s %3d %6d %10.2f %8.2f %8.2f %8.2f", type.c_str(), t, L, median(pre[i]),
                     pre_ratio[i].empty() ? 0.0 : median(pre_ratio[i]), gflop_s / sg[t], peak > 0 ? gflop_s / peak : 0.0);
         if (i == 0) {
-          std::printf(" %10.2f %8.2f %8.2f %10.0f\n", median(dec), dec_ratio.empty() ? 0.0 : median(dec_ratio), dec_eff,
-                      rss / 1e6);
+          std::printf(" %10.2f %8.2f %8.2f %8.2f %8.2f %10.0f\n", median(dec), dec_ratio.empty() ? 0.0 : median(dec_ratio),
+                      dec_eff, median(dec_read_eff), median(dec_llama_read_eff), rss / 1e6);
         } else {
           std::printf("\n");
         }
@@ -576,9 +651,12 @@ int run(Args a) {
                      {"after_longer_prompt", {{"after_prompt_tokens", a.prompt_tokens[0]}, {"tok_s", stats_json(dec_deep)}}},
                      {"weight_gb_s", c.weight_bytes_per_token * median(dec) / 1e9},
                      {"efficiency", dec_eff}};
+      if (!dec_read_eff.empty()) decode["read_efficiency"] = stats_json(dec_read_eff);
       if (!a.llama_bench.empty()) {
         decode["llama_tok_s"] = stats_json(dec_llama);
+        decode["llama_weight_gb_s"] = c.weight_bytes_per_token * median(dec_llama) / 1e9;
         decode["ratio_vs_llama"] = stats_json(dec_ratio);
+        if (!dec_llama_read_eff.empty()) decode["llama_read_efficiency"] = stats_json(dec_llama_read_eff);
       }
       runs.push_back({{"threads", t},
                       {"prefill", prefill},

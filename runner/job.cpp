@@ -400,9 +400,9 @@ JobEnd Job::finish(RunState state, const std::string& reason, std::vector<std::s
   if (preset.gate.empty()) gate["note"] = "preset declares no evidence rules";
   if (state == RunState::Succeeded) {
     for (const auto& [rel, rules] : preset.gate) {
-      auto refused = [&rel](const char* code, const std::string& message) {
+      auto refused = [&path = rel](const char* code, const std::string& message) {
         return nlohmann::json{{"passed", false},
-                              {"evidence_violations", {{{"code", code}, {"message", message}, {"path", rel}}}}};
+                              {"evidence_violations", {{{"code", code}, {"message", message}, {"path", path}}}}};
       };
       nlohmann::json verdict;
       std::error_code ec;
