@@ -26,8 +26,10 @@ run_ctest "$root/build-test" -j "$jobs" --timeout 900
 
 if [ "${KAKEYA_SKIP_SANITIZE:-0}" != 1 ]; then
   echo "== tests under AddressSanitizer + UBSan"
+  # -g1: the line tables a sanitizer report's stack needs, without full debug info; it compiles
+  # the heaviest files about a tenth faster than -g (-O1 would compile them 30-60% slower).
   KAKEYA_BUILD_TYPE=Debug bash "$root/scripts/build.sh" "$root/build-asan" -DKAKEYA_WERROR=ON \
-    -DKAKEYA_SANITIZE=ON -DKAKEYA_TESTS=ON -DKAKEYA_BENCH=OFF
+    -DKAKEYA_SANITIZE=ON -DKAKEYA_TESTS=ON -DKAKEYA_BENCH=OFF -DCMAKE_C_FLAGS_DEBUG=-g1 -DCMAKE_CXX_FLAGS_DEBUG=-g1
   ASAN_OPTIONS=detect_leaks=0 run_ctest "$root/build-asan" -j "$jobs" --timeout 1800 -LE slow
 fi
 
