@@ -16,6 +16,10 @@ inline constexpr std::size_t kMaxStatusBytes = 64 * 1024;
 // .kakeya/run/cancel.json: requested_by, created_at and a one-line reason.
 inline constexpr std::size_t kMaxCancelBytes = 16 * 1024;
 
+// A reason a runner writes into status.json or summary.json (a rejection, a failure), and the
+// log_tail it keeps: one line, at most this many bytes (bridge::printable / utf8_tail cut it).
+inline constexpr std::size_t kMaxReasonBytes = 2048;
+
 // Runner-written files that clients read (a forged one is just as possible): summary.json lists
 // argv, outputs and log counts; runner.json (kakeya/runners/<id>) a few fields.
 inline constexpr std::size_t kMaxSummaryBytes = 1024 * 1024;

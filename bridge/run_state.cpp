@@ -29,12 +29,12 @@ constexpr std::array<std::pair<RunState, const char*>, 10> kNames = {{
     {RunState::InfraError, "infra_error"},
 }};
 
-Error bad_type(std::string_view field, std::string_view expected, const json& v) {
+Error bad_status_type(std::string_view field, std::string_view expected, const json& v) {
   return make_error(errc::kBadType, "status.json `" + std::string(field) + "` must be " + std::string(expected) +
                                     ", got " + json_excerpt(v));
 }
 
-Error bad_value(std::string_view field, const json& v, std::string_view why) {
+Error bad_status_value(std::string_view field, const json& v, std::string_view why) {
   return make_error(errc::kBadValue,
                     "status.json `" + std::string(field) + "` = " + json_excerpt(v) + " is invalid: " + std::string(why));
 }
@@ -47,22 +47,22 @@ Error bad_transition(const RunStatus& from, const RunStatus& to, std::string_vie
 
 Result<int64_t> get_count(const json& doc, const char* key) {
   const json& v = doc.at(key);
-  if (!v.is_number_integer()) return bad_type(key, "an integer", v);
+  if (!v.is_number_integer()) return bad_status_type(key, "an integer", v);
   if (v.is_number_unsigned() ? v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX) : v.get<int64_t>() < 0) {
-    return bad_value(key, v, "must be an integer in 0..2^63-1");
+    return bad_status_value(key, v, "must be an integer in 0..2^63-1");
   }
   return v.get<int64_t>();
 }
 
 Result<std::string> get_string(const json& doc, const char* key) {
   const json& v = doc.at(key);
-  if (!v.is_string()) return bad_type(key, "a string", v);
+  if (!v.is_string()) return bad_status_type(key, "a string", v);
   return v.get<std::string>();
 }
 
 Result<std::string> get_time(const json& doc, const char* key) {
   KAKEYA_ASSIGN_OR_RETURN(std::string s, get_string(doc, key));
-  if (!s.empty() && !is_rfc3339(s)) return bad_value(key, doc.at(key), "not an RFC 3339 date-time");
+  if (!s.empty() && !is_rfc3339(s)) return bad_status_value(key, doc.at(key), "not an RFC 3339 date-time");
   return s;
 }
 
@@ -143,7 +143,7 @@ nlohmann::json to_json(const RunStatus& s) {
 }
 
 Result<RunStatus> status_from_json(const nlohmann::json& doc) {
-  if (!doc.is_object()) return bad_type("<root>", "an object", doc);
+  if (!doc.is_object()) return bad_status_type("<root>", "an object", doc);
   static const char* const kKeys[] = {"state",         "reason",     "runner_id",  "labels",
                                       "claim_gen",     "attempt",    "heartbeat_seq", "started_at",
                                       "updated_at",    "progress",   "log_tail"};
@@ -155,9 +155,9 @@ Result<RunStatus> status_from_json(const nlohmann::json& doc) {
   RunStatus s;
   if (!doc.contains("state")) return make_error(errc::kMissingKey, "status.json is missing key `state`");
   const json& state = doc.at("state");
-  if (!state.is_string()) return bad_type("state", "a string", state);
+  if (!state.is_string()) return bad_status_type("state", "a string", state);
   auto parsed = parse_run_state(state.get<std::string>());
-  if (!parsed) return bad_value("state", state, "unknown state");
+  if (!parsed) return bad_status_value("state", state, "unknown state");
   s.state = *parsed;
   if (doc.contains("reason")) {
     KAKEYA_ASSIGN_OR_RETURN(s.reason, get_string(doc, "reason"));
@@ -167,9 +167,9 @@ Result<RunStatus> status_from_json(const nlohmann::json& doc) {
   }
   if (doc.contains("labels")) {
     const json& labels = doc.at("labels");
-    if (!labels.is_array()) return bad_type("labels", "an array of strings", labels);
+    if (!labels.is_array()) return bad_status_type("labels", "an array of strings", labels);
     for (std::size_t i = 0; i < labels.size(); ++i) {
-      if (!labels[i].is_string()) return bad_type(json_path_append_index("labels", i), "a string", labels[i]);
+      if (!labels[i].is_string()) return bad_status_type(json_path_append_index("labels", i), "a string", labels[i]);
       s.labels.push_back(labels[i].get<std::string>());
     }
   }

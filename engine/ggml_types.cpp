@@ -82,7 +82,7 @@ const char* known_unsupported_name(uint32_t id) {
   }
 }
 
-std::string supported_names() {
+std::string supported_type_names() {
   std::string s;
   for (GgmlType t : kStorageTypes) s += (s.empty() ? "" : ", ") + std::string(ggml_type_name(t));
   return s;
@@ -103,7 +103,7 @@ Result<GgmlType> ggml_type_from_id(uint32_t id) {
   const char* known = known_unsupported_name(id);
   std::string msg = "unsupported ggml type id " + std::to_string(id);
   if (known != nullptr) msg += std::string(" (") + known + ")";
-  msg += "; supported: " + supported_names();
+  msg += "; supported: " + supported_type_names();
   return make_error("unsupported_type", msg);
 }
 
@@ -112,7 +112,7 @@ Result<GgmlType> ggml_type_from_name(const char* name) {
     if (name != nullptr && strcasecmp(name, ggml_type_name(t)) == 0) return t;
   }
   return make_error("unsupported_type", std::string("unknown ggml type name '") + (name ? name : "(null)") +
-                                            "'; supported: " + supported_names());
+                                            "'; supported: " + supported_type_names());
 }
 
 int64_t ggml_block_size(GgmlType type) {

@@ -10,8 +10,6 @@
 namespace kakeya::engine {
 namespace {
 
-constexpr std::string_view kSpaceMarker = "\xe2\x96\x81";  // U+2581 "▁"
-
 // "<0xXX>" → XX, or -1.
 int parse_byte_token(std::string_view t) {
   if (t.size() != 6 || t.substr(0, 3) != "<0x" || t[5] != '>') return -1;

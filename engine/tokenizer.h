@@ -102,6 +102,9 @@ struct VocabSpec {
   std::string model_name;  // general.name: llama.cpp gives Phi-3 models rstrip specials
 };
 
+// SentencePiece's word-boundary marker, U+2581 "▁" in UTF-8: SPM vocabularies spell a space as it.
+inline constexpr std::string_view kSpaceMarker = "\xe2\x96\x81";
+
 class Tokenizer {
  public:
   // Builds a tokenizer. Errors: "bad_vocab" when the arrays disagree in length, the vocabulary is

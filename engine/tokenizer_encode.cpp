@@ -7,8 +7,6 @@
 namespace kakeya::engine {
 namespace {
 
-constexpr std::string_view kSpaceMarker = "\xe2\x96\x81";  // U+2581 "▁"
-
 // C isspace in the "C" locale, which llama.cpp's lstrip/rstrip use on bytes.
 bool is_ascii_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 

@@ -27,8 +27,6 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 constexpr int kMaxAttempts = 3;
-// Reasons written into status.json and summary.json are one line of at most this many bytes.
-constexpr std::size_t kMaxReasonBytes = 2048;
 // Back-off of a branch whose receipt push failed or whose tip cannot be read: 1 s doubling up to
 // 5 minutes.
 constexpr double kRetryMinS = 1.0;
@@ -169,7 +167,7 @@ bool Agent::start_job(JobRequest req) {
 }
 
 void Agent::reject(const BranchView& view, const std::string& reason) {
-  spdlog::warn("{}: rejected: {}", shown(view.ref), bridge::printable(reason, kMaxReasonBytes));
+  spdlog::warn("{}: rejected: {}", shown(view.ref), bridge::printable(reason, bridge::kMaxReasonBytes));
   publish_terminal_without_run(view, RunState::Rejected, reason, 0);
 }
 
@@ -185,14 +183,14 @@ void Agent::back_off(Tracked& t) {
 // the branch is not re-read until its tip moves.
 void Agent::publish_terminal_without_run(const BranchView& view, RunState state, const std::string& reason,
                                          int64_t claim_gen) {
-  const std::string line = bridge::printable(reason, kMaxReasonBytes);
+  const std::string line = bridge::printable(reason, bridge::kMaxReasonBytes);
   bridge::RunStatus st = view.status.value_or(bridge::RunStatus{});
   st.state = state;
   st.reason = line;
   // Carried over from a status someone else wrote: bounded, so the receipt stays far below
   // kMaxStatusBytes whatever that status held (an oversized receipt would read as malformed).
   st.progress = nullptr;
-  st.log_tail = std::string(bridge::utf8_tail(st.log_tail, kMaxReasonBytes));
+  st.log_tail = std::string(bridge::utf8_tail(st.log_tail, bridge::kMaxReasonBytes));
   st.runner_id = cfg_.runner_id;
   st.labels = cfg_.labels;
   st.claim_gen = claim_gen;
@@ -418,7 +416,8 @@ void Agent::handle_branch(const BranchView& view, PollStats& stats) {
     auto signer = authorize_claimed_request(*bus_, *cfg_.request_signing, view.tip,
                                             std::string(bridge::strip_heads_prefix(view.ref)), manifest->preset);
     if (!signer.ok()) {
-      spdlog::warn("{}: rejected at takeover: {}", shown(view.ref), bridge::printable(signer.error().message, kMaxReasonBytes));
+      spdlog::warn("{}: rejected at takeover: {}", shown(view.ref),
+                   bridge::printable(signer.error().message, bridge::kMaxReasonBytes));
       publish_terminal_without_run(view, RunState::Rejected, signer.error().message, st.claim_gen + 1);
       ++stats.rejected;
       return;

@@ -33,7 +33,6 @@ using bridge::RunState;
 namespace {
 
 constexpr size_t kHeartbeatTailBytes = 2048;
-constexpr size_t kMaxReasonBytes = 2048;  // status/summary reasons: one line, bounded
 constexpr uintmax_t kMaxResultBytes = 16u << 20;  // larger declared outputs are listed, not committed
 
 std::string read_file(const fs::path& p) {
@@ -428,7 +427,7 @@ JobEnd Job::finish(RunState state, const std::string& reason, std::vector<std::s
   bridge::RunStatus st = status_;
   st.state = state;
   st.reason = state == RunState::GateFailed ? "evidence gate failed (see gate.json)"
-                                             : bridge::printable(reason, kMaxReasonBytes);
+                                             : bridge::printable(reason, bridge::kMaxReasonBytes);
   st.updated_at = bridge::now_rfc3339();
   // job.log is well-formed UTF-8 (LogFilter); its tail starts on a character boundary.
   st.log_tail = std::string(bridge::utf8_tail(log_text, kHeartbeatTailBytes));

@@ -85,8 +85,6 @@ bool shader_type(GgmlType t) {
   return std::find(types.begin(), types.end(), t) != types.end();
 }
 
-size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
-
 [[noreturn]] void fatal(const std::string& what) {
   std::fprintf(stderr, "kakeya vulkan backend: %s\n", what.c_str());
   std::abort();
@@ -212,7 +210,7 @@ VkBuffer VulkanBackend::vk_buffer(const Tensor& t) {
 }
 
 VkAllocation VulkanBackend::arena_alloc(Arena& arena, size_t bytes) {
-  bytes = round_up(std::max<size_t>(bytes, 4), 16);
+  bytes = round_up_to(std::max<size_t>(bytes, 4), 16);
   if (arena.blocks.empty() || arena.used + bytes > arena.blocks.back().size) {
     const size_t size = std::max(bytes, arena.next_block);
     auto block = memory_.allocate(size, arena.kind, MemoryUse::kStaging);

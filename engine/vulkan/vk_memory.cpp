@@ -48,10 +48,6 @@ nlohmann::json to_json(const MemoryStats& s) {
           {"peak_by_use", peak}};
 }
 
-namespace {
-size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
-}  // namespace
-
 VulkanAllocator::VulkanAllocator(const VulkanDevice& device, uint64_t limit_bytes) : dev_(device) {
   stats_.limit = limit_bytes > 0 ? limit_bytes : device.caps().device_local_bytes;
 }
@@ -158,7 +154,7 @@ void VulkanAllocator::release_block(VkBlock* b) {
 }
 
 Result<VkAllocation> VulkanAllocator::allocate(size_t bytes, MemoryKind kind, MemoryUse use) {
-  const size_t size = round_up(std::max<size_t>(bytes, 4), kAlignment);
+  const size_t size = round_up_to(std::max<size_t>(bytes, 4), kAlignment);
   VkBlock* block = nullptr;
   size_t offset = 0;
   if (size < kDedicatedBytes) {
@@ -178,7 +174,7 @@ Result<VkAllocation> VulkanAllocator::allocate(size_t bytes, MemoryKind kind, Me
     size_t block_bytes = size;
     if (size < kDedicatedBytes) {
       const size_t live = kind == MemoryKind::kDevice ? stats_.requested : 0;
-      block_bytes = std::max(size, round_up(std::clamp<size_t>(live / 16, size_t{64} << 10, size_t{16} << 20), kAlignment));
+      block_bytes = std::max(size, round_up_to(std::clamp<size_t>(live / 16, size_t{64} << 10, size_t{16} << 20), kAlignment));
     }
     KAKEYA_ASSIGN_OR_RETURN(block, new_block(block_bytes, kind));
     block->dedicated = size >= kDedicatedBytes;

@@ -33,6 +33,9 @@ namespace kakeya::engine {
 enum class MemoryKind { kDevice, kUpload, kReadback };
 enum class MemoryUse { kWeights, kKv, kScratch, kStaging };
 inline constexpr int kMemoryUses = 4;
+
+// v rounded up to a multiple of a (a > 0), in the same unit.
+inline size_t round_up_to(size_t v, size_t a) { return (v + a - 1) / a * a; }
 const char* memory_use_name(MemoryUse use);  // "weights", "kv", "scratch", "staging"
 
 struct VkBlock;

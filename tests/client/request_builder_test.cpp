@@ -10,7 +10,7 @@
 namespace kakeya::client {
 namespace {
 
-constexpr const char* kCatalog = R"(version: 1
+constexpr const char* kBuilderCatalog = R"(version: 1
 presets:
   - name: echo-test
     description: "Echo."
@@ -21,7 +21,7 @@ presets:
 )";
 
 TEST(ClientRequestBuilder, ManifestIsTypedValidatedAndStamped) {
-  auto cat = bridge::PresetCatalog::load_string(kCatalog, "test");
+  auto cat = bridge::PresetCatalog::load_string(kBuilderCatalog, "test");
   ASSERT_TRUE(cat.ok()) << cat.error().str();
   setenv("KAKEYA_REQUESTED_BY", "ci@builder", 1);
   RequestOptions o;
@@ -44,7 +44,7 @@ TEST(ClientRequestBuilder, ManifestIsTypedValidatedAndStamped) {
 }
 
 TEST(ClientRequestBuilder, LocalValidationRefusesBadRequests) {
-  auto cat = bridge::PresetCatalog::load_string(kCatalog, "test");
+  auto cat = bridge::PresetCatalog::load_string(kBuilderCatalog, "test");
   ASSERT_TRUE(cat.ok());
   RequestOptions o;
   o.preset = "rm-everything";

@@ -15,10 +15,10 @@
 namespace kakeya::engine {
 namespace {
 
-std::string stories() { return (testing::models_dir() / "stories260K-f32.gguf").string(); }
+std::string stories_path() { return (testing::models_dir() / "stories260K-f32.gguf").string(); }
 
 TEST(ReferenceLogits, MatchesTheCpuBackendOnStories) {
-  auto m = LlamaModel::load(stories());
+  auto m = LlamaModel::load(stories_path());
   ASSERT_TRUE(m.ok());
   const std::vector<int32_t> prompt = {1, 400, 261, 300, 270, 290, 310, 45};
   auto ref = reference_logits(m.value(), prompt);
@@ -47,7 +47,7 @@ TEST(ReferenceLogits, MatchesTheDecodePathOnQuantizedWeights) {
   o.shape.n_head = 4;
   o.shape.n_head_kv = 2;
   o.type = GgmlType::Q4_0;
-  o.vocab_source = stories();
+  o.vocab_source = stories_path();
   const std::string path = (tmp.path() / "q4.gguf").string();
   ASSERT_TRUE(write_synth_model(o, path).ok());
   auto m = LlamaModel::load(path);
@@ -71,7 +71,7 @@ TEST(ReferenceLogits, MatchesTheDecodePathOnQuantizedWeights) {
 
 TEST(BackendParity, ReportShape) {
   BackendParityConfig c;
-  c.model = stories();
+  c.model = stories_path();
   auto r = run_backend_parity(c, test::cpu(2));
   ASSERT_TRUE(r.ok()) << r.error().str();
   const auto& rep = r.value();

@@ -16,6 +16,7 @@
 #include "engine/backend.h"
 #include "engine/kv_cache.h"
 #include "engine/llama.h"
+#include "tests/harness/paths.h"
 
 namespace kakeya::engine::test {
 
@@ -54,6 +55,19 @@ inline Backend* vulkan(std::string* why = nullptr) {
   }();
   if (why != nullptr) *why = reason;
   return b.get();
+}
+
+// The path of `name` in the shared models directory (testing::models_dir()).
+inline std::string model_path(const std::string& name) { return (testing::models_dir() / name).string(); }
+
+// stories260K-f32.gguf, loaded once per test binary (a failed load fails the test that asked first).
+inline const LlamaModel& stories() {
+  static const std::unique_ptr<LlamaModel> m = [] {
+    auto r = LlamaModel::load(model_path("stories260K-f32.gguf"));
+    EXPECT_TRUE(r.ok()) << r.error().str();
+    return std::make_unique<LlamaModel>(std::move(r).value());
+  }();
+  return *m;
 }
 
 // A context (the test fails, and this returns nullptr, when it cannot be made).

@@ -16,16 +16,8 @@
 namespace kakeya::engine {
 namespace {
 
-std::string model_path(const std::string& name) { return (testing::models_dir() / name).string(); }
-
-const LlamaModel& stories() {
-  static std::unique_ptr<LlamaModel> m = [] {
-    auto r = LlamaModel::load(model_path("stories260K-f32.gguf"));
-    EXPECT_TRUE(r.ok()) << r.error().str();
-    return std::make_unique<LlamaModel>(std::move(r).value());
-  }();
-  return *m;
-}
+using test::model_path;
+using test::stories;
 
 float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   EXPECT_EQ(a.size(), b.size());

@@ -20,14 +20,7 @@
 namespace kakeya::engine {
 namespace {
 
-const LlamaModel& stories() {
-  static const LlamaModel m = [] {
-    auto r = LlamaModel::load((testing::models_dir() / "stories260K-f32.gguf").string());
-    EXPECT_TRUE(r.ok());
-    return std::move(r).value();
-  }();
-  return m;
-}
+using test::stories;
 
 // stories260K's vocabulary with the special ids and add_bos given here.
 Tokenizer vocab(SpecialTokenIds ids = {1, 2, 0}, bool add_bos = true) {

@@ -38,7 +38,7 @@ struct Stories {
   LlamaModel model;
   Tokenizer tok;
 };
-const Stories& stories() {
+const Stories& stories_with_tokenizer() {
   static const Stories s = [] {
     auto m = LlamaModel::load((testing::models_dir() / "stories260K-f32.gguf").string());
     EXPECT_TRUE(m.ok());
@@ -104,7 +104,7 @@ TEST(Perplexity, TokenNllIsMinusLogSoftmax) {
 // The same figures llama-perplexity printed: number of chunks, the running estimate after each
 // chunk, the final PPL and its ± term (4 and 5 decimals as printed).
 TEST(Perplexity, MatchesLlamaPerplexityOnAShortStory) {
-  const Stories& s = stories();
+  const Stories& s = stories_with_tokenizer();
   const std::string text = story();
   const json ref = llama_runs();
   EXPECT_EQ(s.tok.tokenize(text, true, false).size(), ref["tokens"].get<size_t>());
@@ -144,7 +144,7 @@ TEST(Perplexity, MatchesLlamaPerplexityOnAShortStory) {
 // read back), with the log-softmax in double: the preset's split evaluation (context half
 // without logits, the last token never evaluated) and its arithmetic give the same value.
 TEST(Perplexity, EqualsTheValueRecomputedFromTheEnginesLogits) {
-  const Stories& s = stories();
+  const Stories& s = stories_with_tokenizer();
   const std::string text = story();
   const size_t n_ctx = 64;
   PerplexityConfig c;

@@ -16,7 +16,7 @@
 namespace kakeya::engine {
 namespace {
 
-std::string stories() { return (testing::models_dir() / "stories260K-f32.gguf").string(); }
+std::string stories_path() { return (testing::models_dir() / "stories260K-f32.gguf").string(); }
 
 TEST(SpecBenchWorkloads, DistinctPromptsAndASeparateWarmup) {
   for (const char* w : {"stories", "niah", "code"}) {
@@ -80,7 +80,7 @@ TEST(SpecBenchWorkloads, FileWorkloadReadsPromptsAndRefusesUnusableFiles) {
 
 TEST(SpecBench, ReportIsLosslessAndPassesTheGate) {
   SpecBenchConfig c;
-  c.model = stories();
+  c.model = stories_path();
   c.draft = "layers:2";
   c.block_sizes = {2, 4};
   c.samples = 5;
@@ -151,7 +151,7 @@ TEST(SpecBench, IgnoreEosDecodesPastTheAnswer) {
 
 TEST(SpecBench, BadParamsAreRejected) {
   SpecBenchConfig c;
-  c.model = stories();
+  c.model = stories_path();
   c.block_sizes = {0};
   EXPECT_EQ(run_specdecode_bench(c, test::cpu(1)).error().code, "bad_param");
   c.block_sizes = {2};

@@ -17,16 +17,8 @@
 namespace kakeya::engine {
 namespace {
 
-std::string model_path(const std::string& name) { return (testing::models_dir() / name).string(); }
-
-const LlamaModel& stories() {
-  static std::unique_ptr<LlamaModel> m = [] {
-    auto r = LlamaModel::load(model_path("stories260K-f32.gguf"));
-    EXPECT_TRUE(r.ok()) << r.error().str();
-    return std::make_unique<LlamaModel>(std::move(r).value());
-  }();
-  return *m;
-}
+using test::model_path;
+using test::stories;
 
 std::vector<int32_t> encode(const std::string& text) {
   auto tok = Tokenizer::from_gguf(stories().gguf());

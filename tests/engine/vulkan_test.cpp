@@ -56,7 +56,7 @@ const LlamaModel& model(const std::filesystem::path& path) {
   }
   return *m;
 }
-const LlamaModel& stories() { return model(testing::models_dir() / "stories260K-f32.gguf"); }
+using test::stories;
 
 std::vector<int32_t> greedy(LlamaContext& ctx, const std::vector<int32_t>& prompt, size_t n) {
   auto r = ctx.eval_argmax(prompt);

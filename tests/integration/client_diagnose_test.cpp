@@ -8,7 +8,7 @@
 namespace kakeya::testing {
 namespace {
 
-std::string nonce_of(const std::string& branch) { return branch.substr(branch.rfind('-') + 1); }
+std::string branch_nonce(const std::string& branch) { return branch.substr(branch.rfind('-') + 1); }
 
 TEST(ClientDiagnose, FailedRunShowsReasonAndLogTailThenLogsShowsTheWholeLog) {
   BusWorld world(Transport::GitDaemon);
@@ -22,7 +22,7 @@ TEST(ClientDiagnose, FailedRunShowsReasonAndLogTailThenLogsShowsTheWholeLog) {
   const std::string branch = run.err.substr(pos + 12, run.err.find(')', pos) - pos - 12);
   ASSERT_EQ(world.state(branch), "failed") << branch;
 
-  auto logs = world.kakeya({"logs", nonce_of(branch)});
+  auto logs = world.kakeya({"logs", branch_nonce(branch)});
   EXPECT_EQ(logs.exit_code, 0) << logs.err;
   EXPECT_EQ(logs.out, world.read_run_file(branch, ".kakeya/run/logs/job.log"));
   EXPECT_NE(logs.out.find("generated: alpha beta\n"), std::string::npos) << logs.out;
@@ -33,13 +33,13 @@ TEST(ClientDiagnose, FailedRunShowsReasonAndLogTailThenLogsShowsTheWholeLog) {
   EXPECT_EQ(world.kakeya({"logs", "--stream", "both", branch}).exit_code, 64);
 
   // `wait` on the finished run says the same, without a TTY.
-  auto wait = world.kakeya({"wait", nonce_of(branch), "--wait", "5"});
+  auto wait = world.kakeya({"wait", branch_nonce(branch), "--wait", "5"});
   EXPECT_EQ(wait.exit_code, 1);
   EXPECT_NE(wait.err.find("  | generated: alpha beta"), std::string::npos) << wait.err;
 
   // The names users copy: the leaf without its namespace, a partial namespace, the nonce.
   const std::string leaf = branch.substr(std::string("kakeya/req/").size());
-  for (const std::string& name : {branch, leaf, "req/" + leaf, nonce_of(branch), "refs/heads/" + branch}) {
+  for (const std::string& name : {branch, leaf, "req/" + leaf, branch_nonce(branch), "refs/heads/" + branch}) {
     auto st = world.kakeya({"status", "--json", name});
     EXPECT_EQ(st.exit_code, 0) << name << ": " << st.err;
     EXPECT_NE(st.out.find(branch), std::string::npos) << name;
