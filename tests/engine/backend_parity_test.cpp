@@ -15,7 +15,7 @@
 namespace kakeya::engine {
 namespace {
 
-std::string stories_path() { return (testing::models_dir() / "stories260K-f32.gguf").string(); }
+using test::stories_path;
 
 TEST(ReferenceLogits, MatchesTheCpuBackendOnStories) {
   auto m = LlamaModel::load(stories_path());

@@ -60,10 +60,13 @@ inline Backend* vulkan(std::string* why = nullptr) {
 // The path of `name` in the shared models directory (testing::models_dir()).
 inline std::string model_path(const std::string& name) { return (testing::models_dir() / name).string(); }
 
+// The path of stories260K-f32.gguf, the engine tests' small real model.
+inline std::string stories_path() { return model_path("stories260K-f32.gguf"); }
+
 // stories260K-f32.gguf, loaded once per test binary (a failed load fails the test that asked first).
 inline const LlamaModel& stories() {
   static const std::unique_ptr<LlamaModel> m = [] {
-    auto r = LlamaModel::load(model_path("stories260K-f32.gguf"));
+    auto r = LlamaModel::load(stories_path());
     EXPECT_TRUE(r.ok()) << r.error().str();
     return std::make_unique<LlamaModel>(std::move(r).value());
   }();

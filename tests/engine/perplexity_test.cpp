@@ -40,7 +40,7 @@ struct Stories {
 };
 const Stories& stories_with_tokenizer() {
   static const Stories s = [] {
-    auto m = LlamaModel::load((testing::models_dir() / "stories260K-f32.gguf").string());
+    auto m = LlamaModel::load(test::stories_path());
     EXPECT_TRUE(m.ok());
     auto t = Tokenizer::from_gguf(m->gguf());
     EXPECT_TRUE(t.ok());

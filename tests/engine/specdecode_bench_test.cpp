@@ -16,7 +16,7 @@
 namespace kakeya::engine {
 namespace {
 
-std::string stories_path() { return (testing::models_dir() / "stories260K-f32.gguf").string(); }
+using test::stories_path;
 
 TEST(SpecBenchWorkloads, DistinctPromptsAndASeparateWarmup) {
   for (const char* w : {"stories", "niah", "code"}) {
