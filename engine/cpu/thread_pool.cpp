@@ -133,13 +133,18 @@ void ThreadPool::parallel_ranges(size_t n, size_t min_chunk,
                                  const std::function<void(size_t, size_t, int)>& fn) {
   if (n == 0) return;
   min_chunk = std::max<size_t>(1, min_chunk);
-  const size_t target = static_cast<size_t>(n_threads_) * kRangesPerThread;
-  size_t chunk = std::max(min_chunk, (n + target - 1) / target);
-  const size_t n_chunks = (n + chunk - 1) / chunk;
-  parallel_for(n_chunks, [&](size_t c, int thread) {
-    const size_t begin = c * chunk;
-    fn(begin, std::min(n, begin + chunk), thread);
-  });
+  const size_t threads = static_cast<size_t>(n_threads_);
+  // Guided self-scheduling: each range takes 1/threads of what is left (at least min_chunk, never
+  // past n), so the ranges shrink from n/threads down to min_chunk.
+  range_bounds_.clear();
+  range_bounds_.push_back(0);
+  for (size_t at = 0; at < n;) {
+    const size_t rest = n - at;
+    at += std::min(rest, std::max(min_chunk, (rest + threads - 1) / threads));
+    range_bounds_.push_back(at);
+  }
+  const std::vector<size_t>& bounds = range_bounds_;
+  parallel_for(bounds.size() - 1, [&](size_t c, int thread) { fn(bounds[c], bounds[c + 1], thread); });
 }
 
 }  // namespace kakeya::engine

@@ -63,17 +63,25 @@ class ThreadPool {
   // and identifies the executing thread, for per-thread scratch buffers.
   void parallel_for(size_t n_tasks, const std::function<void(size_t task, int thread)>& fn);
 
-  // Splits [0, n) into ranges of at least `min_chunk` items, about kRangesPerThread per thread
-  // (small enough that a worker descheduled mid-range holds back little work, few enough that
-  // each range is a long memory stream: 2-thread Q4_0 decode of a TinyLlama-shaped model read
-  // 4% faster at 4 than at 8, alternating, with F16 and Q8_0 level), and runs
-  // fn(begin, end, thread) on each.
+  // Splits [0, n) into consecutive ranges and runs fn(begin, end, thread) on each, handed out in
+  // order. The split is guided self-scheduling (Polychronopoulos & Kuck, "Guided
+  // Self-Scheduling", IEEE Trans. Computers 36(12), 1987): each range holds 1/n_threads() of the
+  // items not yet in a range, rounded up and at least `min_chunk` (the last: what is left).
+  // So the first ranges are long memory streams and the last are short, and the threads finish a
+  // job within about one short range of each other. Before, the ranges were equal, 4 per thread
+  // (4 had read 4% faster than 8), and the thread done first waited up to one of them, about an
+  // eighth of a mat-vec: on the 2-core Intel Xeon VM, synth TinyLlama decode on two threads
+  // spent 4-8% of the worker's time and 3-6% of the caller's waiting at job ends (perf). Equal
+  // against guided ranges, `ar-bench -t 2 -p 1 -n 32 -r 3` alternating, 7 to 10 rounds per type:
+  // Q4_0 1.01-1.10x (median 1.03), Q8_0 0.99-1.10x (1.04), Q4_K 0.94-1.09x (1.03), F16, BF16 and
+  // Q6_K, which read at the two-thread stream already, 0.95-1.02x. Next to a spinning process, two
+  // threads still decode as fast as one (the straggler rule above takes over after the first
+  // late range, as it did). A descheduled worker can hold back at most 1/n_threads() of one job.
   void parallel_ranges(size_t n, size_t min_chunk,
                        const std::function<void(size_t begin, size_t end, int thread)>& fn);
 
   // Upper bound on one spin phase, in microseconds, before blocking.
   static constexpr int kSpinMicros = 500;
-  static constexpr size_t kRangesPerThread = 4;
   static constexpr int kStragglerFactor = 4;
   static constexpr int kStragglerSlackMicros = 200;
   using Clock = std::chrono::steady_clock;
@@ -116,6 +124,7 @@ class ThreadPool {
   Clock::time_point inline_until_{};     // caller thread only
   Clock::duration inline_stretch_{};     // caller thread only: length of the last inline stretch
   size_t clean_jobs_ = 0;        // caller thread only: parallel jobs since the last straggler
+  std::vector<size_t> range_bounds_;  // caller thread only: parallel_ranges' split, reused
 };
 
 }  // namespace kakeya::engine

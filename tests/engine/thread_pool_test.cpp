@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <set>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "engine/cpu/cpu_backend.h"
@@ -40,6 +43,46 @@ TEST(ThreadPool, RangesCoverWithoutOverlap) {
       for (size_t i = a; i < b; ++i) hits[i].fetch_add(1);
     });
     for (size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n " << n << " item " << i;
+  }
+}
+
+// The guided split (thread_pool.h): each range is 1/n_threads() of what is left, rounded up and at
+// least min_chunk, so the ranges in order shrink from ceil(n / n_threads()) to the last one, which
+// holds what is left; one thread takes [0, n) whole.
+TEST(ThreadPool, RangesShrinkFromAShareOfTheWholeToTheMinimum) {
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    for (size_t n : {1u, 9u, 1000u, 12345u}) {
+      const size_t min_chunk = 5;
+      std::mutex mu;
+      std::vector<std::pair<size_t, size_t>> ranges;
+      pool.parallel_ranges(n, min_chunk, [&](size_t a, size_t b, int) {
+        std::lock_guard<std::mutex> lock(mu);
+        ranges.emplace_back(a, b);
+      });
+      std::sort(ranges.begin(), ranges.end());
+      ASSERT_FALSE(ranges.empty());
+      const size_t share = (n + static_cast<size_t>(threads) - 1) / static_cast<size_t>(threads);
+      EXPECT_EQ(ranges.front().second - ranges.front().first, std::min(n, std::max(min_chunk, share)))
+          << threads << " threads, n " << n;
+      size_t at = 0;
+      for (size_t i = 0; i < ranges.size(); ++i) {
+        const auto [a, b] = ranges[i];
+        ASSERT_EQ(a, at) << "ranges must be consecutive";
+        const size_t rest = n - a;
+        EXPECT_EQ(b - a, std::min(rest, std::max(min_chunk, (rest + static_cast<size_t>(threads) - 1) /
+                                                                 static_cast<size_t>(threads))))
+            << threads << " threads, n " << n << ", range " << i;
+        if (i > 0) {
+          EXPECT_LE(b - a, ranges[i - 1].second - ranges[i - 1].first);
+        }
+        at = b;
+      }
+      EXPECT_EQ(at, n);
+      if (threads == 1) {
+        EXPECT_EQ(ranges.size(), 1u);
+      }
+    }
   }
 }
 
