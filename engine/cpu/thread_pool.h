@@ -72,12 +72,13 @@ class ThreadPool {
   // (4 had read 4% faster than 8), and the thread done first waited up to one of them, about an
   // eighth of a mat-vec: on the 2-core Intel Xeon VM, in synth TinyLlama Q4_0 decode on two
   // threads the worker spent 9-11% of its samples waiting in the pool (at job ends, and through
-  // the caller's serial steps between jobs) and the caller 6-7% (at job ends; perf, 3 runs). Guided
-  // against equal ranges, `ar-bench -t 2 -p 1 -n 32 -r 3` alternating, medians of 7-17 rounds per
-  // type: Q4_0 1.035x (rounds 1.01-1.10), Q8_0 1.04x (0.99-1.10), Q4_K 1.03x (0.95-1.09); F16 1.02x,
-  // BF16 and Q6_K 0.99x (0.93-1.06), which read at the two-thread stream already. Next to a spinning process, two
-  // threads still decode as fast as one (the straggler rule above takes over after the first
-  // late range, as it did). A descheduled worker can hold back at most 1/n_threads() of one job.
+  // the caller's serial steps between jobs) and the caller 6-7% (at job ends; perf, 3 runs).
+  // Guided against equal ranges, `ar-bench -t 2 -p 1 -n 32 -r 3` alternating, medians of 7-17
+  // rounds per type: Q4_0 1.035x (rounds 1.01-1.10), Q8_0 1.04x (0.99-1.10), Q4_K 1.03x
+  // (0.95-1.09); F16 1.02x, BF16 and Q6_K 0.99x (0.93-1.06), which read at the two-thread stream
+  // already. Next to a spinning process, two threads still decode as fast as one (the straggler
+  // rule above takes over after the first late range, as it did). A descheduled worker can hold
+  // back at most 1/n_threads() of one job.
   void parallel_ranges(size_t n, size_t min_chunk,
                        const std::function<void(size_t begin, size_t end, int thread)>& fn);
 
