@@ -1,6 +1,7 @@
 // The CPU backend's attention and KV storage (cpu_backend.h, kv_cache.h): slots in host memory,
-// f32 or affine-coded rows; attention per token (kernel-set dot/axpy) or batched (per head and
-// block of queries: scores and values as f32 matrix products, gemm_f32 or OpenBLAS).
+// f32 or affine-coded rows; attention per token (the query heads of a KV head together: kernel-set
+// dot, then gemm_f32) or batched (per head and block of queries: scores and values as f32 matrix
+// products, gemm_f32 or OpenBLAS).
 #include <cblas.h>
 
 #include <algorithm>
@@ -238,43 +239,74 @@ void CpuBackend::attention_batched(const float* q, const AttentionArgs& args, fl
 }
 
 void CpuBackend::attention_per_token(const float* q, const AttentionArgs& args, float* out) {
+  // Per token t and KV head g, the query heads that share g (grouped-query attention: heads
+  // [g·gqa, (g+1)·gqa), adjacent in q and out) on one thread, so that each K and V row is fetched
+  // from memory once for the group instead of once per head:
+  //   scores  s_h = scale · (q_h · K_s) over the slots [0, a) and [b, c) visible to t
+  //           (kv_visible_ranges), dot_f32_rows, kKeyBlock slots for every head of the group
+  //           before the next block (the block's K rows stay in L1);
+  //   softmax per head over those slots, probability 0 in [a, b);
+  //   output  O_g = P · V over the slots [0, c) by gemm_f32, every query head at once: each output
+  //           element is one chain of rounded multiply-adds in slot order starting from 0 (a 0
+  //           probability adds nothing), the same bits as the per-head rows this replaced.
+  // Each output depends on its own token's query and view only, so a batch gives, bit for bit, what
+  // its tokens give one at a time (BatchPath::kExact). When a token has fewer KV heads than the pool
+  // has threads (one decode token of a model with few KV heads), each group is split into parts of
+  // its query heads, which changes no output either.
+  // On the 2-core AMD EPYC (Zen 4) VM, synth TinyLlama Q4_0 (32 query heads, 4 KV heads), decode of
+  // 32 tokens after a 1536-token prompt, alternating with the per-head version (same text): one
+  // thread 16.5-17.6 -> 25.8-25.9 tok/s, two 30.3-30.6 -> 34.6-36.0 (llama.cpp c392e50's
+  // llama-batched-bench -npp 1536 -ntg 32: 17.7 and 25.4-29.7). Under 1% of a decode from an
+  // empty cache was attention, before and after.
+  constexpr size_t kKeyBlock = 64;
   const auto& views = s_.kv_views;
   const size_t n = args.positions.size();
-  const int64_t hd = args.head_dim;
+  const size_t hd = static_cast<size_t>(args.head_dim);
   const size_t n_head = static_cast<size_t>(args.n_head);
-  const int64_t gqa = args.n_head / args.n_head_kv;
+  const size_t n_head_kv = static_cast<size_t>(args.n_head_kv);
+  const size_t gqa = n_head / n_head_kv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const size_t q_stride = n_head * static_cast<size_t>(hd);
-  size_t max_slots = 0;
-  for (const KvSlots& v : views) max_slots = std::max(max_slots, v.n_slots);
-  reserve_thread_f32(max_slots);
-  auto head_task = [&](size_t task, int thread) {
-    const size_t t = task / n_head;
-    const size_t h = task % n_head;
-    const KvSlots& slots = views[static_cast<size_t>(static_cast<int64_t>(h) / gqa)];
-    // Slots are in ascending position order: the visible ones are [0, a) and [b, c).
+  const size_t q_stride = n_head * hd;
+  const size_t threads = static_cast<size_t>(pool_.n_threads());
+  const size_t parts = std::min(gqa, (threads + n * n_head_kv - 1) / (n * n_head_kv));
+  const size_t part_heads = (gqa + parts - 1) / parts;
+  auto group_task = [&](size_t task, int thread) {
+    const size_t t = task / (n_head_kv * parts);
+    const size_t g = task / parts % n_head_kv;
+    const size_t h0 = g * gqa + task % parts * part_heads;
+    const size_t m = std::min(part_heads, (g + 1) * gqa - h0);
+    const KvSlots& slots = views[g];
     const KvVisibleRanges r = kv_visible_ranges(slots, args.positions[t]);
-    const float* qh = q + t * q_stride + h * static_cast<size_t>(hd);
-    float* scores = s_.thread_f32[static_cast<size_t>(thread)].data();
-    const size_t stride = slots.row_stride;
-    dot_f32_rows(qh, slots.k, stride, r.a, hd, scores);
-    dot_f32_rows(qh, slots.k + r.b * stride, stride, r.c - r.b, hd, scores + r.b);
-    for (size_t s = 0; s < r.a; ++s) scores[s] *= scale;
-    for (size_t s = r.b; s < r.c; ++s) scores[s] *= scale;
-    // Probabilities in place, then O_h = Σ p_s·V_s in slot order.
-    softmax_visible(scores, r);
-    float* o = out + t * q_stride + h * static_cast<size_t>(hd);
-    std::fill(o, o + hd, 0.0f);
-    axpy_f32_rows(scores, slots.v, stride, r.a, hd, o);
-    axpy_f32_rows(scores + r.b, slots.v + r.b * stride, stride, r.c - r.b, hd, o);
+    const size_t S = r.c, stride = slots.row_stride;
+    auto& scores = s_.thread_scores[static_cast<size_t>(thread)];
+    if (scores.size() < m * std::max<size_t>(S, 1)) scores.resize(m * std::max<size_t>(S, 1));
+    const float* qg = q + t * q_stride + h0 * hd;
+    for (auto [lo, hi] : {std::pair{size_t{0}, r.a}, std::pair{r.b, r.c}}) {
+      for (size_t s0 = lo; s0 < hi; s0 += kKeyBlock) {
+        const size_t rows = std::min(kKeyBlock, hi - s0);
+        for (size_t i = 0; i < m; ++i)
+          dot_f32_rows(qg + i * hd, slots.k + s0 * stride, stride, rows, static_cast<int64_t>(hd),
+                       scores.data() + i * S + s0);
+      }
+    }
+    for (size_t i = 0; i < m; ++i) {
+      float* row = scores.data() + i * S;
+      for (size_t s = 0; s < r.a; ++s) row[s] *= scale;
+      for (size_t s = r.b; s < r.c; ++s) row[s] *= scale;
+      softmax_visible(row, r);
+      std::fill(row + r.a, row + r.b, 0.0f);
+    }
+    gemm_f32(static_cast<int64_t>(m), static_cast<int64_t>(hd), static_cast<int64_t>(S), 1.0f, scores.data(), S,
+             slots.v, stride, false, out + t * q_stride + h0 * hd, hd, s_.gemm[static_cast<size_t>(thread)]);
   };
   // Work of all jobs: ~2 multiply-adds per visible slot and head dimension (upper bound: every
   // slot of the first head's view).
-  const size_t macs = 2 * n_head * n * views[0].n_slots * static_cast<size_t>(hd);
+  const size_t tasks = n * n_head_kv * parts;
+  const size_t macs = 2 * n_head * n * views[0].n_slots * hd;
   if (macs < kMinParallelAttentionMacs) {
-    for (size_t task = 0; task < n_head * n; ++task) head_task(task, 0);
+    for (size_t task = 0; task < tasks; ++task) group_task(task, 0);
   } else {
-    pool_.parallel_for(n_head * n, head_task);
+    pool_.parallel_for(tasks, group_task);
   }
 }
 

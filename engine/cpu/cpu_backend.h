@@ -201,7 +201,7 @@ class CpuBackend final : public Backend {
   void kv_slots(const AttentionArgs& args);
   void attention_batched(const float* q, const AttentionArgs& args, float* out, bool openblas);
   void attention_per_token(const float* q, const AttentionArgs& args, float* out);
-  // Per-thread f32 scratch of at least n floats (attention scores, RoPE cache).
+  // Per-thread f32 scratch of at least n floats (RoPE cache).
   void reserve_thread_f32(size_t n);
 
   // Scratch of the ops, reused across calls (one op runs at a time).
@@ -209,8 +209,8 @@ class CpuBackend final : public Backend {
     std::vector<ActivationBuffer> acts;             // matmul: converted activations [n]
     std::vector<GemmScratch> gemm;                  // per thread: the GEMM kernels' scratch
     std::vector<float> tile;                        // sgemm path: dequantized weight rows
-    std::vector<std::vector<float>> thread_scores;  // per thread: batched attention [queries][n_slots]
-    std::vector<std::vector<float>> thread_f32;     // per thread: attention scores, RoPE cache
+    std::vector<std::vector<float>> thread_scores;  // per thread: attention scores [queries or heads][slots]
+    std::vector<std::vector<float>> thread_f32;     // per thread: RoPE cache
     std::vector<KvSlots> kv_views;                  // attention: one view per KV head
     std::vector<float> kv_dequant;                  // attention: quantized KV decoded to f32
     std::vector<float> gather;                      // kv_store: one row of a group's heads

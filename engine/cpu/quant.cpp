@@ -351,13 +351,6 @@ void portable_dot_f32_rows(const float* q, const float* k, size_t stride, size_t
   for (size_t r = 0; r < rows; ++r) out[r] = dot_f32_lanes(q, k + r * stride, n);
 }
 
-void portable_axpy_f32_rows(const float* alpha, const float* x, size_t stride, size_t rows, int64_t n, float* y) {
-  for (size_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * stride;
-    for (int64_t i = 0; i < n; ++i) y[i] += alpha[r] * xr[i];
-  }
-}
-
 // exp_f32 (quant.h); quant_avx2.cpp's exp8 runs the same operations lane by lane.
 float portable_exp_f32(float x) {
   if (std::isnan(x)) return x;
@@ -416,7 +409,7 @@ namespace detail {
 const QuantKernels& portable_kernels() {
   static const QuantKernels k{portable_dequantize_row, portable_quantize_activations, portable_vec_dot,
                               portable_matvec, portable_matvec_packed, portable_dot_f32_rows,
-                              portable_axpy_f32_rows, portable_swiglu_f32, portable_exp_sum_f32};
+                              portable_swiglu_f32, portable_exp_sum_f32};
   return k;
 }
 
@@ -650,10 +643,6 @@ void matvec_packed(GgmlType type, const uint8_t* packed, int64_t n, int64_t r0, 
 
 void dot_f32_rows(const float* q, const float* k, size_t stride, size_t rows, int64_t n, float* out) {
   active_kernels().dot_f32_rows(q, k, stride, rows, n, out);
-}
-
-void axpy_f32_rows(const float* alpha, const float* x, size_t stride, size_t rows, int64_t n, float* y) {
-  active_kernels().axpy_f32_rows(alpha, x, stride, rows, n, y);
 }
 
 void swiglu_f32(float* gate, const float* up, int64_t n) { active_kernels().swiglu_f32(gate, up, n); }

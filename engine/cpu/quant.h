@@ -155,9 +155,6 @@ void matvec(GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1, con
 // out[r] = Σ q[i]·k[r·stride + i] over i in [0, n), for r in [0, rows): f32 accumulated in lanes
 // (the order differs between kernel sets, never between rows or calls).
 void dot_f32_rows(const float* q, const float* k, size_t stride, size_t rows, int64_t n, float* out);
-// y[i] += alpha[r]·x[r·stride + i] for r = 0, 1, ..., rows - 1 in that order, i in [0, n): each y[i]
-// is the same chain of rounded multiply-adds as `rows` single axpy steps.
-void axpy_f32_rows(const float* alpha, const float* x, size_t stride, size_t rows, int64_t n, float* y);
 
 // ---- e^x for SwiGLU and the attention softmax ----
 // e^x in f32 as the kernels below compute it, one fixed sequence of IEEE operations (Cephes'
@@ -242,7 +239,6 @@ struct QuantKernels {
   void (*matvec)(GgmlType, const void*, int64_t, int64_t, int64_t, const ActivationBuffer&, float*);
   void (*matvec_packed)(GgmlType, const uint8_t*, int64_t, int64_t, int64_t, const ActivationBuffer&, float*);
   void (*dot_f32_rows)(const float*, const float*, size_t, size_t, int64_t, float*);
-  void (*axpy_f32_rows)(const float*, const float*, size_t, size_t, int64_t, float*);
   void (*swiglu_f32)(float*, const float*, int64_t);
   double (*exp_sum_f32)(float*, int64_t, float);
 };

@@ -60,8 +60,12 @@ inline __m256 load_f16(const uint16_t* p) {
 }
 inline __m256 load_f32(const float* p) { return _mm256_loadu_ps(p); }
 
-template <typename T, __m256 (*Load)(const T*), float (*Scalar)(T)>
-float dot_dense(const T* w, const T* a, int64_t n) {
+// dot_dense in three parts, so that dot_f32_rows can sum eight rows' lanes at once with the same
+// adds: four 8-lane f32 FMA accumulators over 32-element steps, 8-element steps into the first,
+// the accumulators' sum (acc0 + acc1) + (acc2 + acc3) (dot_lanes); its horizontal sum (hsum_ps);
+// the last n % 8 elements scalar (dot_tail).
+template <typename T, __m256 (*Load)(const T*)>
+__attribute__((always_inline)) inline __m256 dot_lanes(const T* w, const T* a, int64_t n) {
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(),
          acc3 = _mm256_setzero_ps();
   int64_t i = 0;
@@ -72,9 +76,36 @@ float dot_dense(const T* w, const T* a, int64_t n) {
     acc3 = _mm256_fmadd_ps(Load(w + i + 24), Load(a + i + 24), acc3);
   }
   for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(Load(w + i), Load(a + i), acc0);
-  float s = hsum_ps(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-  for (; i < n; ++i) s += Scalar(w[i]) * Scalar(a[i]);
+  return _mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3));
+}
+
+template <typename T, float (*Scalar)(T)>
+float dot_tail(float s, const T* w, const T* a, int64_t n) {
+  for (int64_t i = n / 8 * 8; i < n; ++i) s += Scalar(w[i]) * Scalar(a[i]);
   return s;
+}
+
+template <typename T, __m256 (*Load)(const T*), float (*Scalar)(T)>
+float dot_dense(const T* w, const T* a, int64_t n) {
+  return dot_tail<T, Scalar>(hsum_ps(dot_lanes<T, Load>(w, a, n)), w, a, n);
+}
+
+// out[r] = hsum_ps(v[r]) for r < 8, each by the same three adds (the two 128-bit halves lane by
+// lane, then lanes 0 + 2 and 1 + 3, then those two), eight rows per instruction: rows are paired
+// into the halves of a register and shuffled so that each add takes the same lanes hsum_ps does.
+inline void hsum8_ps(const __m256 v[8], float* out) {
+  __m256 half[4];  // [lo + hi of row 2p | of row 2p + 1]
+  for (int p = 0; p < 4; ++p)
+    half[p] = _mm256_add_ps(_mm256_permute2f128_ps(v[2 * p], v[2 * p + 1], 0x20),
+                            _mm256_permute2f128_ps(v[2 * p], v[2 * p + 1], 0x31));
+  __m256 pair[2];  // lanes 0 + 2, 1 + 3: [row 4p (2), row 4p + 2 (2) | row 4p + 1 (2), row 4p + 3 (2)]
+  for (int p = 0; p < 2; ++p)
+    pair[p] = _mm256_add_ps(_mm256_shuffle_ps(half[2 * p], half[2 * p + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                            _mm256_shuffle_ps(half[2 * p], half[2 * p + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  // [rows 0, 2, 4, 6 | rows 1, 3, 5, 7], then in row order.
+  const __m256 sum = _mm256_add_ps(_mm256_shuffle_ps(pair[0], pair[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm256_shuffle_ps(pair[0], pair[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  _mm256_storeu_ps(out, _mm256_permutevar8x32_ps(sum, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
 }
 
 inline float id_f32(float x) { return x; }
@@ -724,30 +755,18 @@ void avx2_quantize_activations(GgmlType weight_type, const float* x, int64_t n, 
 
 // ---- f32 helpers for attention ----
 
+// Eight rows at a time share one horizontal sum (hsum8_ps): each row's result is bit for bit
+// dot_dense's, which the rows left over run (attention_per_token's figures include this).
 void avx2_dot_f32_rows(const float* q, const float* k, size_t stride, size_t rows, int64_t n, float* out) {
-  for (size_t r = 0; r < rows; ++r) out[r] = dot_dense<float, load_f32, id_f32>(q, k + r * stride, n);
-}
-
-// y is held in registers 64 floats at a time while every row is added to it.
-void avx2_axpy_f32_rows(const float* alpha, const float* x, size_t stride, size_t rows, int64_t n, float* y) {
-  int64_t i = 0;
-  for (; i + 64 <= n; i += 64) {
-    __m256 acc[8];
-    for (int j = 0; j < 8; ++j) acc[j] = _mm256_loadu_ps(y + i + 8 * j);
-    for (size_t r = 0; r < rows; ++r) {
-      const __m256 va = _mm256_set1_ps(alpha[r]);
-      const float* xr = x + r * stride + i;
-      for (int j = 0; j < 8; ++j) acc[j] = _mm256_fmadd_ps(va, _mm256_loadu_ps(xr + 8 * j), acc[j]);
-    }
-    for (int j = 0; j < 8; ++j) _mm256_storeu_ps(y + i + 8 * j, acc[j]);
+  size_t r = 0;
+  for (; r + 8 <= rows; r += 8) {
+    __m256 lanes[8];
+    for (size_t j = 0; j < 8; ++j) lanes[j] = dot_lanes<float, load_f32>(q, k + (r + j) * stride, n);
+    hsum8_ps(lanes, out + r);
+    if (n % 8 != 0)
+      for (size_t j = 0; j < 8; ++j) out[r + j] = dot_tail<float, id_f32>(out[r + j], q, k + (r + j) * stride, n);
   }
-  for (; i + 8 <= n; i += 8) {
-    __m256 acc = _mm256_loadu_ps(y + i);
-    for (size_t r = 0; r < rows; ++r) acc = _mm256_fmadd_ps(_mm256_set1_ps(alpha[r]), _mm256_loadu_ps(x + r * stride + i), acc);
-    _mm256_storeu_ps(y + i, acc);
-  }
-  for (; i < n; ++i)
-    for (size_t r = 0; r < rows; ++r) y[i] = std::fma(alpha[r], x[r * stride + i], y[i]);
+  for (; r < rows; ++r) out[r] = dot_dense<float, load_f32, id_f32>(q, k + r * stride, n);
 }
 
 // ---- SwiGLU ----
@@ -954,7 +973,7 @@ namespace detail {
 
 const QuantKernels& avx2_kernels() {
   static const QuantKernels k{avx2_dequantize_row, avx2_quantize_activations, avx2_vec_dot, avx2_matvec,
-                              avx2_matvec_packed, avx2_dot_f32_rows, avx2_axpy_f32_rows, avx2_swiglu_f32, avx2_exp_sum_f32};
+                              avx2_matvec_packed, avx2_dot_f32_rows, avx2_swiglu_f32, avx2_exp_sum_f32};
   return k;
 }
 
