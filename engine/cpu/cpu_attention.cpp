@@ -279,7 +279,7 @@ void CpuBackend::attention_per_token(const float* q, const AttentionArgs& args, 
     const KvVisibleRanges r = kv_visible_ranges(slots, args.positions[t]);
     const size_t S = r.c, stride = slots.row_stride;
     auto& scores = s_.thread_scores[static_cast<size_t>(thread)];
-    if (scores.size() < m * std::max<size_t>(S, 1)) scores.resize(m * std::max<size_t>(S, 1));
+    scores.resize(std::max(scores.size(), m * std::max<size_t>(S, 1)));
     const float* qg = q + t * q_stride + h0 * hd;
     for (auto [lo, hi] : {std::pair{size_t{0}, r.a}, std::pair{r.b, r.c}}) {
       for (size_t s0 = lo; s0 < hi; s0 += kKeyBlock) {

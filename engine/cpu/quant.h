@@ -150,8 +150,8 @@ void matvec(GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1, con
             float* y);
 
 // ---- f32 vector helpers for attention ----
-// One call per run of KV rows (a head's visible slots), not per row: at a few dozen floats per
-// row the call cost was the most of the work.
+// One call per run of KV rows (attention passes up to 64 of a head's visible slots), not per
+// row: at a few dozen floats per row the call cost was the most of the work.
 // out[r] = Σ q[i]·k[r·stride + i] over i in [0, n), for r in [0, rows): f32 accumulated in lanes
 // (the order differs between kernel sets, never between rows or calls).
 void dot_f32_rows(const float* q, const float* k, size_t stride, size_t rows, int64_t n, float* out);
