@@ -490,7 +490,13 @@ void Agent::observe_peers(const std::vector<bridge::RemoteRef>& refs) {
     }
     if (p.doc_oid != p.oid) moved.push_back(r.name);
   }
-  std::erase_if(peers_, [&](const auto& kv) { return !present.count(kv.first); });
+  // A branch missing from this listing is forgotten only once its lease has run out, like one that
+  // stopped moving: a runner rolls its heartbeat chain over by deleting its branch and creating it
+  // again (RunnerBeat::publish), and a listing taken between the two must not drop its offer.
+  std::erase_if(peers_, [&](const auto& kv) {
+    return !present.count(kv.first) &&
+           std::chrono::duration<double>(now - kv.second.first_seen).count() >= cfg_.lease_s;
+  });
   if (moved.empty()) return;
   auto fetched = bus_->fetch(moved);
   if (!fetched.ok()) {

@@ -179,7 +179,8 @@ class Agent {
   // A peer's doc is the newest one read from its branch; it is kept while the branch moves on
   // (each heartbeat moves it) until a newer commit has been read, so a fetch that fails, or that
   // finds the branch already moved past the advertised tip, never makes a live peer look as if it
-  // offered nothing.
+  // offered nothing. A branch that disappears from the listing keeps its doc until its lease runs
+  // out (the peer re-creates it when its heartbeat chain rolls over).
   struct Peer {
     std::string oid;                                   // the tip last seen (advertised or fetched)
     std::chrono::steady_clock::time_point first_seen;  // when this oid was first seen

@@ -5,6 +5,8 @@
 //    preset and that no live runner offers it.
 //  - A runner whose branch moves faster than another runner can list and fetch it still counts as
 //    offering its presets there.
+//  - A runner whose branch is missing from a listing (deleted and re-created when its heartbeat
+//    chain rolls over, or deleted for good) still counts as offering until its lease runs out.
 //  - `kakeya presets` shows what the live runners offer, and says when it falls back to the local
 //    catalog.
 //  - A hosted agent's branch template: `kakeya request --prefix agents/kakeya- --suffix -b876`
@@ -17,6 +19,9 @@
 #include <sstream>
 #include <thread>
 
+#include "bridge/branch.h"
+#include "bridge/json_text.h"
+#include "bridge/runner_doc.h"
 #include "tests/harness/bus_world.h"
 #include "tests/harness/fault_proxy.h"
 #include "tests/integration/fleet_util.h"
@@ -169,6 +174,64 @@ TEST(FleetMixed, PeerMovingBetweenListingAndFetchStillCountsAsOffering) {
   EXPECT_EQ(ra->log().find(b + ": rejected"), std::string::npos) << ra->log();
   EXPECT_GE(times_left(), 3) << ra->log();
   EXPECT_EQ(world.state(b), "");  // still queued: rb is live, offers it and is busy
+}
+
+// A peer's runner branch that is missing from a listing still counts as offering until the peer's
+// lease runs out. A runner rolls its heartbeat chain over every kMaxBeatDepth beats by deleting its
+// branch and creating it again (RunnerBeat::publish); the fresh-clone CI run of a407982 saw ra list
+// the refs between the two, forget rb and reject a test-b-only request rb offered, in
+// PeerMovingBetweenListingAndFetchStillCountsAsOffering above. Here the peer "rf" is a runner
+// branch the test writes and then deletes for good: ra, with lease_s 6, must go on leaving the
+// request to rf for polls after the deletion, then reject it once rf's lease has run out.
+TEST(FleetMixed, PeerBranchMissingFromAListingCountsUntilItsLeaseRunsOut) {
+  BusWorld world(Transport::GitDaemon);
+  const fs::path catalog_b = write_catalog_b(world);
+  auto ra = world.start_runner("ra", {{"lease_s", "6"}});
+
+  bridge::RunnerDoc doc;
+  doc.id = "rf";
+  doc.state = "serving";
+  doc.max_jobs = 1;
+  doc.heartbeat_s = 0.5;
+  doc.presets = {"test-b-only"};
+  bridge::GitBus& bus = world.bus();
+  const std::string ref = bridge::to_heads_ref(bridge::runner_branch_name("rf"));
+  auto commit = bus.make_commit(std::nullopt, std::nullopt,
+                                {{bridge::kRunnerDocFile, bridge::to_json_file(bridge::to_json(doc))}},
+                                "runner rf serving", {"rf", "rf@example.com", {}});
+  ASSERT_TRUE(commit.ok()) << commit.error().str();
+  auto pushed = bus.push_cas(ref, *commit, std::nullopt);
+  ASSERT_TRUE(pushed.ok()) << pushed.error().str();
+  ASSERT_EQ(*pushed, bridge::PushOutcome::Won);
+
+  const std::string b = world.request({"test-b-only"}, {{"KAKEYA_CATALOG", catalog_b.string()}});
+  const std::string left_to_rf = b + ": preset 'test-b-only' is not in this runner's catalog; live runner(s) rf offer it";
+  auto times_left = [&] {
+    const std::string log = ra->log();
+    int n = 0;
+    for (size_t at = log.find(left_to_rf); at != std::string::npos; at = log.find(left_to_rf, at + 1)) ++n;
+    return n;
+  };
+  ASSERT_TRUE(wait_until([&] { return times_left() >= 1 || ra->log().find(b + ": rejected") != std::string::npos; },
+                         30, 0.1))
+      << ra->log();
+  ASSERT_GE(times_left(), 1) << ra->log();
+
+  auto deleted = bus.delete_cas(ref, *commit);
+  ASSERT_TRUE(deleted.ok()) << deleted.error().str();
+  ASSERT_EQ(*deleted, bridge::PushOutcome::Won);
+  const int left_before_delete = times_left();
+
+  // ra polls every 0.2 s; the one in flight at the deletion may still have listed rf's branch,
+  // so two more leavings mean at least one poll that listed no rf branch left the request to rf.
+  const json st = world.wait_state(b, "terminal", 60);
+  ASSERT_TRUE(st.is_object()) << ra->log();
+  EXPECT_GE(times_left() - left_before_delete, 2) << ra->log();
+  EXPECT_EQ(st["state"], "rejected") << st.dump();
+  EXPECT_EQ(st["runner_id"], "ra");
+  EXPECT_NE(st.value("reason", "").find("no live runner offers it"), std::string::npos) << st.dump();
+  ra->signal(SIGTERM);
+  EXPECT_EQ(ra->wait().exit_code, 0);
 }
 
 TEST(FleetMixed, HostedAgentBranchTemplateWithDashSuffix) {
