@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/cpu/quant.h"
 #include "engine/gguf_writer.h"
 #include "engine/llama.h"
 #include "engine/model.h"
@@ -31,8 +32,12 @@ using nlohmann::json;
 // forward pass over the same weights (measured when this test was written). The decode path
 // (ggml's per-row dot products) lands within 1.4e-5 of llama.cpp; sgemm and the scalar reference
 // sum in other orders.
-constexpr float kTol = 2e-5f;         // decode kernels: one-token evals and quantized batches
+// The portable kernel set sums its dot products in plain row order, not in ggml's lanes, and lands
+// where the scalar reference does (llama decode 2.76e-5, reference forward 2.82e-5; the AVX2 and
+// AVX-512 sets 1.23e-5), so its decode path is held to kTolOtherOrder.
+constexpr float kTol = 2e-5f;         // decode kernels (AVX2, AVX-512): one-token evals and quantized batches
 constexpr float kTolOtherOrder = 5e-5f;  // sgemm batches, the scalar reference forward pass
+float decode_tol() { return active_kernel_isa() == KernelIsa::Portable ? kTolOtherOrder : kTol; }
 
 std::filesystem::path arch_dir() { return testing::shared_dir() / "reference" / "arch"; }
 
@@ -113,7 +118,7 @@ TEST_P(ArchReference, LogitsAtEveryPositionAndGreedyIdsMatchLlamaCpp) {
     auto all = ctx->eval(prompt, true);
     ASSERT_TRUE(all.ok()) << all.error().str();
     expect_logits(*all, ref, std::string(c.arch) + " batched " + mode,
-                  std::string(mode) == "quantized" ? kTol : kTolOtherOrder);
+                  std::string(mode) == "quantized" ? decode_tol() : kTolOtherOrder);
   }
   // 2. Token by token (the decode path).
   {
@@ -124,7 +129,7 @@ TEST_P(ArchReference, LogitsAtEveryPositionAndGreedyIdsMatchLlamaCpp) {
       ASSERT_TRUE(r.ok());
       all.insert(all.end(), r->begin(), r->end());
     }
-    expect_logits(all, ref, std::string(c.arch) + " decode", kTol);
+    expect_logits(all, ref, std::string(c.arch) + " decode", decode_tol());
   }
   // 3. The scalar reference forward pass of backend-parity follows the same arithmetic.
   {
@@ -136,7 +141,7 @@ TEST_P(ArchReference, LogitsAtEveryPositionAndGreedyIdsMatchLlamaCpp) {
   const auto margins = ref["greedy_margin"].get<std::vector<float>>();
   const auto want = ref["greedy_ids"].get<std::vector<int32_t>>();
   size_t n_check = 0;
-  while (n_check < margins.size() && margins[n_check] >= 2 * kTol) ++n_check;
+  while (n_check < margins.size() && margins[n_check] >= 2 * decode_tol()) ++n_check;
   ASSERT_GT(n_check, 2u);
   auto ctx = test::context(model, test::cpu(2), 1024);
   auto ids = ctx->eval_argmax(prompt);
