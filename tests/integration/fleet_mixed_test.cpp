@@ -162,12 +162,7 @@ TEST(FleetMixed, PeerMovingBetweenListingAndFetchStillCountsAsOffering) {
 
   const std::string b = world.request({"test-b-only"}, {{"KAKEYA_CATALOG", catalog_b.string()}});
   const std::string left_to_rb = b + ": preset 'test-b-only' is not in this runner's catalog; live runner(s) rb offer it";
-  auto times_left = [&] {
-    const std::string log = ra->log();
-    int n = 0;
-    for (size_t at = log.find(left_to_rb); at != std::string::npos; at = log.find(left_to_rb, at + 1)) ++n;
-    return n;
-  };
+  auto times_left = [&] { return count_in(ra->log(), left_to_rb); };
   ASSERT_TRUE(wait_until([&] { return times_left() >= 3 || ra->log().find(b + ": rejected") != std::string::npos; },
                          90, 0.5))
       << ra->log();
@@ -206,12 +201,7 @@ TEST(FleetMixed, PeerBranchMissingFromAListingCountsUntilItsLeaseRunsOut) {
 
   const std::string b = world.request({"test-b-only"}, {{"KAKEYA_CATALOG", catalog_b.string()}});
   const std::string left_to_rf = b + ": preset 'test-b-only' is not in this runner's catalog; live runner(s) rf offer it";
-  auto times_left = [&] {
-    const std::string log = ra->log();
-    int n = 0;
-    for (size_t at = log.find(left_to_rf); at != std::string::npos; at = log.find(left_to_rf, at + 1)) ++n;
-    return n;
-  };
+  auto times_left = [&] { return count_in(ra->log(), left_to_rf); };
   ASSERT_TRUE(wait_until([&] { return times_left() >= 1 || ra->log().find(b + ": rejected") != std::string::npos; },
                          30, 0.1))
       << ra->log();

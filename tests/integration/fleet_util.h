@@ -23,6 +23,13 @@ inline int count_of(const std::vector<std::string>& v, const std::string& x) {
   return static_cast<int>(std::count(v.begin(), v.end(), x));
 }
 
+// Occurrences of `needle` (non-empty) in `text`, e.g. how often a runner's log says one thing.
+inline int count_in(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
 // Highest number of executions of one runner that overlapped in time.
 inline int max_overlap(const std::vector<JobSpan>& spans, const std::string& runner) {
   std::vector<std::pair<long long, int>> ev;
