@@ -91,6 +91,7 @@ struct Args {
   int arm_triad_reps = 3;  // triad passes just before each arm of a round (0: none)
   std::string batched_matmul = "auto";  // ar-bench --batched-matmul
   std::string llama_bench;              // llama.cpp's llama-bench binary, or "" (not run)
+  std::string llama_batched_bench;      // llama.cpp's llama-batched-bench binary, or "" (not run)
   int roofline_reps = 5;
   bool oversubscribed = true;
   std::string oversub_type = "q4_0";
@@ -405,6 +406,47 @@ Result<LlamaRun> llama_bench(const Args& a, const std::string& model, int thread
   return r;
 }
 
+// llama.cpp's llama-batched-bench on the same file: for every L of `prompts`, `samples` runs of a
+// prompt of L tokens then gen_tokens decoded one at a time after it (-npp L,L,... -ntg N -npl 1,
+// one sequence, its own 16-token warm-up first): decode at depth L, which llama-bench c392e50
+// cannot time (its tg decodes from an empty cache, its -pg reports prompt and decode as one
+// rate). Returns the decode tok/s (speed_tg of its --output-format jsonl lines) of each run, keyed
+// L, and the raw lines.
+struct LlamaDepthRun {
+  std::map<int, std::vector<double>> decode_tok_s;
+  json rows = json::array();
+};
+Result<LlamaDepthRun> llama_batched_bench(const Args& a, const std::string& model, int threads, int samples,
+                                          const std::string& tag, const std::vector<int>& prompts, int gen_tokens) {
+  const fs::path out = fs::path(a.cache_dir) / ("llama-batched-" + tag + ".jsonl");
+  std::vector<int> npp;
+  for (int L : prompts)
+    for (int s = 0; s < samples; ++s) npp.push_back(L);
+  const int longest = *std::max_element(prompts.begin(), prompts.end());
+  const std::vector<std::string> argv = {a.llama_batched_bench, "-m", model, "-c",
+                                         std::to_string(longest + gen_tokens + 16), "-npp", join(npp), "-ntg",
+                                         std::to_string(gen_tokens), "-npl", "1", "-t", std::to_string(threads), "-tb",
+                                         std::to_string(threads), "--output-format", "jsonl"};
+  const ChildResult c = run_child(argv, out.string());
+  if (c.status != 0)
+    return make_error("child_failed", "llama-batched-bench exited with " + std::to_string(c.status) + " on " + model);
+  std::ifstream in(out);
+  LlamaDepthRun r;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] != '{') continue;  // its log lines, when its build prints them to stdout
+    const json row = json::parse(line, nullptr, false);
+    if (row.is_discarded() || !row.contains("pp") || !row.contains("speed_tg")) continue;
+    r.decode_tok_s[row["pp"].get<int>()].push_back(row["speed_tg"].get<double>());
+    r.rows.push_back(row);
+  }
+  for (int L : prompts)
+    if (r.decode_tok_s[L].size() != static_cast<size_t>(samples))
+      return make_error(errc::kParseError, "llama-batched-bench output " + out.string() + " holds " +
+                                               std::to_string(r.decode_tok_s[L].size()) + " runs at prompt " +
+                                               std::to_string(L) + ", expected " + std::to_string(samples));
+  return r;
+}
+
 // The roofline peak (GOP/s at `threads`) a type's GEMM runs on: int8 dot products for the
 // quantized types, f32 FMA for F32/F16, and for BF16 vdpbf16ps where the active GEMM set runs it
 // that way (gemm.h), else f32 FMA (BF16 widened to f32). 0 when not measured.
@@ -461,7 +503,8 @@ int run(Args a) {
   r["config"] = {{"shape", a.shape}, {"types", a.types}, {"threads", a.threads}, {"triad_mib", a.triad_mib},
                  {"triad_reps", a.triad_reps}, {"sgemm_reps", a.sgemm_reps}, {"prompt_tokens", a.prompt_tokens},
                  {"gen_tokens", a.gen_tokens}, {"samples", a.samples}, {"rounds", a.rounds}, {"arm_triad_reps", a.arm_triad_reps},
-                 {"batched_matmul", a.batched_matmul}, {"engine", a.engine}, {"llama_bench", a.llama_bench}};
+                 {"batched_matmul", a.batched_matmul}, {"engine", a.engine}, {"llama_bench", a.llama_bench},
+                 {"llama_batched_bench", a.llama_batched_bench}};
 
   std::map<int, double> bw, sg;  // threads -> triad GB/s, model-shaped sgemm GFLOP/s
   // Model-shaped sgemm: the prompt's tokens against ffn_up (n_ff × n_embd) of the shape.
@@ -510,8 +553,9 @@ int run(Args a) {
   r["roofline"] = roof;
 
   json models = json::array();
-  std::printf("%-6s %3s %6s %10s %8s %8s %8s %10s %8s %8s %8s %8s %10s\n", "type", "thr", "prompt", "prefill/s",
-              "vs_llama", "pre_eff", "roof_eff", "decode/s", "vs_llama", "dec_eff", "rd_eff", "l_rd_eff", "peakRSS_MB");
+  std::printf("%-6s %3s %6s %10s %8s %8s %8s %10s %8s %10s %8s %8s %8s %8s %10s\n", "type", "thr", "prompt", "prefill/s",
+              "vs_llama", "pre_eff", "roof_eff", "dec@L/s", "vs_llama", "decode/s", "vs_llama", "dec_eff", "rd_eff",
+              "l_rd_eff", "peakRSS_MB");
   for (const std::string& type : a.types) {
     if (Status st = ensure_model(a, type); !st.ok()) {
       std::cerr << "engine_bench: " << st.error().str() << "\n";
@@ -537,7 +581,10 @@ int run(Args a) {
       const auto before = beside();
       // Per prompt length: tok/s of each round, both engines, and the per-round ratios.
       std::vector<std::vector<double>> pre(n_prompts), pre_s(n_prompts), pre_llama(n_prompts), pre_ratio(n_prompts);
-      std::vector<double> dec, dec_deep, dec_llama, dec_ratio, dec_read_eff, dec_llama_read_eff;
+      std::vector<double> dec, dec_llama, dec_ratio, dec_read_eff, dec_llama_read_eff;
+      // Decode after each prompt length (kakeya's prefill arm; llama-batched-bench's runs).
+      std::vector<std::vector<double>> dec_at(n_prompts), dec_at_llama(n_prompts), dec_at_ratio(n_prompts);
+      const bool depth_arm = !a.llama_batched_bench.empty();
       json rounds = json::array();
       ArRun last;
       for (int round = 0; round < a.rounds; ++round) {
@@ -547,7 +594,7 @@ int run(Args a) {
         // and every other round llama.cpp goes first. kakeya's decode arm has a 1-token prompt,
         // so it decodes at the positions llama-bench's tg decodes at (from an empty cache); its
         // prefill arm decodes after the longer prompts too (decode.after_longer_prompt).
-        const bool llama_first = !a.llama_bench.empty() && round % 2 == 1;
+        const bool llama_first = (!a.llama_bench.empty() || depth_arm) && round % 2 == 1;
         json rj = {{"round", round}, {"order", llama_first ? "llama-first" : "kakeya-first"}};
         json arm_triad = json::object(), arm_read = json::object();
         // A short triad just before an arm (arm_triad_reps passes): the bus that arm met; before a
@@ -559,6 +606,7 @@ int run(Args a) {
         };
         std::optional<ArRun> kd, kp;
         std::optional<LlamaRun> ld, lp;
+        std::optional<LlamaDepthRun> ldeep;
         auto kakeya_arm = [&](bool decode) {
           probe(decode ? "kakeya_decode" : "kakeya_prefill", decode);
           const std::vector<int> prompts = decode ? std::vector<int>{kDecodePromptTokens} : a.prompt_tokens;
@@ -571,16 +619,30 @@ int run(Args a) {
           if (!decode) rj["kakeya"]["load"] = read_first_line("/proc/loadavg");
           return true;
         };
+        // llama.cpp's prefill arm: llama-bench's pp<L>, then llama-batched-bench's decode after
+        // each prompt length (the counterpart of kakeya's prefill arm, which decodes after them).
         auto llama_arm = [&](bool decode) {
-          if (a.llama_bench.empty()) return true;
+          const bool deep = !decode && depth_arm;
+          if (a.llama_bench.empty() && !deep) return true;
           probe(decode ? "llama_decode" : "llama_prefill", decode);
-          auto res = decode ? llama_bench(a, model_path(a, type), t, a.samples, tag + "-tg", {}, a.gen_tokens)
-                            : llama_bench(a, model_path(a, type), t, a.samples, tag + "-pp", a.prompt_tokens, 0);
-          if (!res.ok()) {
-            std::cerr << "engine_bench: " << res.error().str() << "\n";
-            return false;
+          if (!a.llama_bench.empty()) {
+            auto res = decode ? llama_bench(a, model_path(a, type), t, a.samples, tag + "-tg", {}, a.gen_tokens)
+                              : llama_bench(a, model_path(a, type), t, a.samples, tag + "-pp", a.prompt_tokens, 0);
+            if (!res.ok()) {
+              std::cerr << "engine_bench: " << res.error().str() << "\n";
+              return false;
+            }
+            (decode ? ld : lp) = std::move(*res);
           }
-          (decode ? ld : lp) = std::move(*res);
+          if (deep) {
+            auto res = llama_batched_bench(a, model_path(a, type), t, a.samples, tag + "-depth", a.prompt_tokens,
+                                           a.gen_tokens);
+            if (!res.ok()) {
+              std::cerr << "engine_bench: " << res.error().str() << "\n";
+              return false;
+            }
+            ldeep = std::move(*res);
+          }
           if (!decode) rj["llama"]["load"] = read_first_line("/proc/loadavg");
           return true;
         };
@@ -595,10 +657,19 @@ int run(Args a) {
           rj["kakeya"]["pp" + std::to_string(a.prompt_tokens[i])] = pre[i].back();
         }
         dec.push_back(arm_median(kd->report, "decode_tok_s", aggregate_index(kd->report, kDecodePromptTokens)));
-        dec_deep.push_back(arm_median(kp->report, "decode_tok_s", aggregate_index(kp->report, a.prompt_tokens[0])));
         rj["kakeya"]["tg" + std::to_string(a.gen_tokens)] = dec.back();
-        rj["kakeya"]["tg" + std::to_string(a.gen_tokens) + "_after_pp" + std::to_string(a.prompt_tokens[0])] =
-            dec_deep.back();
+        for (size_t i = 0; i < n_prompts; ++i) {
+          const int L = a.prompt_tokens[i];
+          const std::string key = "tg" + std::to_string(a.gen_tokens) + "_after_pp" + std::to_string(L);
+          dec_at[i].push_back(arm_median(kp->report, "decode_tok_s", aggregate_index(kp->report, L)));
+          rj["kakeya"][key] = dec_at[i].back();
+          if (!ldeep) continue;
+          const double v = median(ldeep->decode_tok_s[L]);
+          dec_at_llama[i].push_back(v);
+          if (v > 0) dec_at_ratio[i].push_back(dec_at[i].back() / v);
+          rj["llama"][key] = v;
+        }
+        if (ldeep) rj["llama_depth_runs"] = ldeep->rows;
         if (!a.llama_bench.empty()) {
           for (size_t i = 0; i < n_prompts; ++i) {
             const double v = lp->tok_s["pp" + std::to_string(a.prompt_tokens[i])];
@@ -657,8 +728,9 @@ int run(Args a) {
           p["ratio_vs_llama"] = stats_json(pre_ratio[i]);
         }
         prefill.push_back(p);
-        std::printf("%-6s %3d %6d %10.2f %8.2f %8.2f %8.2f", type.c_str(), t, L, median(pre[i]),
-                    pre_ratio[i].empty() ? 0.0 : median(pre_ratio[i]), gflop_s / sg[t], peak > 0 ? gflop_s / peak : 0.0);
+        std::printf("%-6s %3d %6d %10.2f %8.2f %8.2f %8.2f %10.2f %8.2f", type.c_str(), t, L, median(pre[i]),
+                    pre_ratio[i].empty() ? 0.0 : median(pre_ratio[i]), gflop_s / sg[t], peak > 0 ? gflop_s / peak : 0.0,
+                    median(dec_at[i]), dec_at_ratio[i].empty() ? 0.0 : median(dec_at_ratio[i]));
         if (i == 0) {
           std::printf(" %10.2f %8.2f %8.2f %8.2f %8.2f %10.0f\n", median(dec), dec_ratio.empty() ? 0.0 : median(dec_ratio),
                       dec_eff, median(dec_read_eff), median(dec_llama_read_eff), rss / 1e6);
@@ -669,10 +741,20 @@ int run(Args a) {
       std::fflush(stdout);
       json decode = {{"after_prompt_tokens", kDecodePromptTokens},
                      {"tok_s", stats_json(dec)},
-                     {"after_longer_prompt", {{"after_prompt_tokens", a.prompt_tokens[0]}, {"tok_s", stats_json(dec_deep)}}},
+                     {"after_longer_prompt", {{"after_prompt_tokens", a.prompt_tokens[0]}, {"tok_s", stats_json(dec_at[0])}}},
                      {"weight_gb_s", c.weight_bytes_per_token * median(dec) / 1e9},
                      {"efficiency", dec_eff}};
       if (!dec_read_eff.empty()) decode["read_efficiency"] = stats_json(dec_read_eff);
+      json at_depth = json::array();
+      for (size_t i = 0; i < n_prompts; ++i) {
+        json d = {{"after_prompt_tokens", a.prompt_tokens[i]}, {"tok_s", stats_json(dec_at[i])}};
+        if (depth_arm) {
+          d["llama_tok_s"] = stats_json(dec_at_llama[i]);
+          d["ratio_vs_llama"] = stats_json(dec_at_ratio[i]);
+        }
+        at_depth.push_back(d);
+      }
+      decode["at_depth"] = at_depth;
       if (!a.llama_bench.empty()) {
         decode["llama_tok_s"] = stats_json(dec_llama);
         decode["llama_weight_gb_s"] = c.weight_bytes_per_token * median(dec_llama) / 1e9;
@@ -794,6 +876,11 @@ int main(int argc, char** argv) {
   app.add_option("--llama-bench", a.llama_bench,
                  "llama.cpp's llama-bench binary: each round also runs it on the same files and thread counts, and "
                  "the JSON records the ratios")
+      ->check(CLI::ExistingFile);
+  app.add_option("--llama-batched-bench", a.llama_batched_bench,
+                 "llama.cpp's llama-batched-bench binary: each round's llama.cpp prefill arm also decodes "
+                 "--gen-tokens after every --prompt-tokens length with it, and the JSON records decode at those "
+                 "depths against kakeya's (decode.at_depth)")
       ->check(CLI::ExistingFile);
   app.add_option("--arm-triad-reps", a.arm_triad_reps,
                  "Triad passes just before each arm of a round, recorded as rounds[].triad_gb_s (0: none)")
