@@ -593,7 +593,8 @@ int run(Args a) {
         // within seconds of the other's, so a bus window of this VM (minutes long) falls on both,
         // and every other round llama.cpp goes first. kakeya's decode arm has a 1-token prompt,
         // so it decodes at the positions llama-bench's tg decodes at (from an empty cache); its
-        // prefill arm decodes after the longer prompts too (decode.after_longer_prompt).
+        // prefill arm decodes after every prompt length too (decode.at_depth), as llama.cpp's does
+        // with --llama-batched-bench.
         const bool llama_first = (!a.llama_bench.empty() || depth_arm) && round % 2 == 1;
         json rj = {{"round", round}, {"order", llama_first ? "llama-first" : "kakeya-first"}};
         json arm_triad = json::object(), arm_read = json::object();
