@@ -13,6 +13,7 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -900,6 +901,28 @@ TEST(Quant, DotF32RowsAgreesWithFloat64OnEveryIsa) {
         EXPECT_EQ(one, dots[r]) << "row " << r << " alone";
       }
     }
+  }
+}
+
+// The AVX-512 set's attention dot runs the AVX2 set's accumulation in 16-lane registers: every
+// result is the AVX2 set's bit for bit (head sizes that are whole 8-element steps, with and
+// without 32-element steps, over rows of a strided matrix: two blocks of eight and a rest), so
+// attention gives the same bits on AVX2 and AVX-512 hosts.
+TEST(Quant, DotF32RowsOfAvx512IsAvx2BitForBit) {
+  if (!kernel_isa_available(KernelIsa::Avx512)) GTEST_SKIP() << "CPU cannot run the AVX-512 kernels";
+  const QuantKernels& avx2 = quant_kernels(KernelIsa::Avx2);
+  const QuantKernels& avx512 = quant_kernels(KernelIsa::Avx512);
+  for (int64_t n : {8, 24, 40, 64, 80, 128, 136}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    constexpr size_t kRows = 19;
+    const size_t stride = static_cast<size_t>(n) + 5;
+    const auto q = random_activations(n, 7);
+    const auto m = random_activations(static_cast<int64_t>(kRows * stride), 8);
+    std::vector<float> want(kRows), got(kRows, -1.0f);
+    avx2.dot_f32_rows(q.data(), m.data(), stride, kRows, n, want.data());
+    avx512.dot_f32_rows(q.data(), m.data(), stride, kRows, n, got.data());
+    for (size_t r = 0; r < kRows; ++r)
+      EXPECT_EQ(std::bit_cast<uint32_t>(got[r]), std::bit_cast<uint32_t>(want[r])) << "row " << r;
   }
 }
 
