@@ -23,14 +23,17 @@ constexpr size_t kAttentionQueryBlock = 64;
 AffineRowCodec codec_of(const KvRowFormat& f) { return AffineRowCodec(f.values, f.group, f.bits); }
 
 // Softmax in place over a row's visible slots [0, a) and [b, c) (the others are left as they are):
-// shift by their maximum, e^x and the float64 sum of exp_sum_f32, then times 1/sum in f32.
+// shift by their maximum, e^x and the float64 sum of exp_sum_f32, then times 1/sum in f32
+// (scale_f32: the kernel set's width; the loop here had compiled to one scalar multiply and store
+// per slot, 1.4% of the samples of a one-thread synth TinyLlama Q4_0 prefill of 1024 tokens and
+// decode of 128 after it on the Zen 5 EPYC VM, 0.3% since).
 void softmax_visible(float* row, const KvVisibleRanges& r) {
   const float mx = max_f32(row + r.b, r.c - r.b, max_f32(row, r.a, -INFINITY));
   const double sum = exp_sum_f32(row, static_cast<int64_t>(r.a), mx) +
                      exp_sum_f32(row + r.b, static_cast<int64_t>(r.c - r.b), mx);
   const float inv = static_cast<float>(1.0 / sum);
-  for (size_t s = 0; s < r.a; ++s) row[s] *= inv;
-  for (size_t s = r.b; s < r.c; ++s) row[s] *= inv;
+  scale_f32(row, static_cast<int64_t>(r.a), inv);
+  scale_f32(row + r.b, static_cast<int64_t>(r.c - r.b), inv);
 }
 
 }  // namespace

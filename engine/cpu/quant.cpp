@@ -385,6 +385,10 @@ double portable_exp_sum_f32(float* row, int64_t n, float shift) {
   return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
 }
 
+void portable_scale_f32(float* x, int64_t n, float s) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
 // The newest kernel set the CPU can run, capped by kKernelIsaEnv where that names one.
 KernelIsa dispatched_isa() {
   KernelIsa cap;
@@ -409,7 +413,7 @@ namespace detail {
 const QuantKernels& portable_kernels() {
   static const QuantKernels k{portable_dequantize_row, portable_quantize_activations, portable_vec_dot,
                               portable_matvec, portable_matvec_packed, portable_dot_f32_rows,
-                              portable_swiglu_f32, portable_exp_sum_f32};
+                              portable_swiglu_f32, portable_exp_sum_f32, portable_scale_f32};
   return k;
 }
 
@@ -650,6 +654,8 @@ void swiglu_f32(float* gate, const float* up, int64_t n) { active_kernels().swig
 float exp_f32(float x) { return portable_exp_f32(x); }
 
 double exp_sum_f32(float* row, int64_t n, float shift) { return active_kernels().exp_sum_f32(row, n, shift); }
+
+void scale_f32(float* x, int64_t n, float s) { active_kernels().scale_f32(x, n, s); }
 
 float max_f32(const float* x, size_t n, float init) {
   float lane[8];

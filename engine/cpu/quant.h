@@ -174,6 +174,9 @@ void swiglu_f32(float* gate, const float* up, int64_t n);
 // ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7)); bit-identical in every kernel set. The
 // softmax of attention: shift = the row's maximum.
 double exp_sum_f32(float* row, int64_t n, float shift);
+// x[i] = x[i] · s for i in [0, n), each product rounded to f32 (the softmax's 1/sum): bit-identical
+// in every kernel set.
+void scale_f32(float* x, int64_t n, float s);
 // max(init, x[0], ..., x[n−1]) (the softmax's shift), in 8 independent lanes the compiler
 // vectorizes: a max is exact, so the value is the one-by-one chain's (which waited on each
 // compare). NaN elements are skipped as std::max(m, NaN) skips them; attention scores have none.
@@ -241,6 +244,7 @@ struct QuantKernels {
   void (*dot_f32_rows)(const float*, const float*, size_t, size_t, int64_t, float*);
   void (*swiglu_f32)(float*, const float*, int64_t);
   double (*exp_sum_f32)(float*, int64_t, float);
+  void (*scale_f32)(float*, int64_t, float);
 };
 // REQUIRES: kernel_isa_available(isa).
 const QuantKernels& quant_kernels(KernelIsa isa);

@@ -803,6 +803,13 @@ void avx2_swiglu_f32(float* gate, const float* up, int64_t n) {
   if (i < n) detail::portable_kernels().swiglu_f32(gate + i, up + i, n - i);
 }
 
+void avx2_scale_f32(float* x, int64_t n, float s) {
+  const __m256 vs = _mm256_set1_ps(s);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vs));
+  for (; i < n; ++i) x[i] *= s;
+}
+
 // Partial sums s0..s3 in `lo`, s4..s7 in `hi` (quant.h's order); a last partial vector adds +0 in
 // its missing lanes (which leaves every partial sum as it was).
 double avx2_exp_sum_f32(float* row, int64_t n, float shift) {
@@ -973,7 +980,8 @@ namespace detail {
 
 const QuantKernels& avx2_kernels() {
   static const QuantKernels k{avx2_dequantize_row, avx2_quantize_activations, avx2_vec_dot, avx2_matvec,
-                              avx2_matvec_packed, avx2_dot_f32_rows, avx2_swiglu_f32, avx2_exp_sum_f32};
+                              avx2_matvec_packed, avx2_dot_f32_rows, avx2_swiglu_f32, avx2_exp_sum_f32,
+                              avx2_scale_f32};
   return k;
 }
 

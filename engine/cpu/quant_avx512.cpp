@@ -868,6 +868,14 @@ void avx512_swiglu_f32(float* gate, const float* up, int64_t n) {
   }
 }
 
+void avx512_scale_f32(float* x, int64_t n, float s) {
+  const __m512 vs = _mm512_set1_ps(s);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? __mmask16{0xffff} : static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), vs));
+  }
+}
+
 // row[i] = e^(row[i] − shift) and their float64 sum in the portable set's order: partial sums
 // s0..s7 of the elements i ≡ 0..7 (mod 8), here the eight float64 lanes of one register, taking
 // each 16-lane result's low 8 and then high 8 (the lanes past n add +0, which leaves a partial
@@ -924,6 +932,7 @@ const QuantKernels& avx512_kernels() {
     set.dot_f32_rows = avx512_dot_f32_rows;
     set.swiglu_f32 = avx512_swiglu_f32;
     set.exp_sum_f32 = avx512_exp_sum_f32;
+    set.scale_f32 = avx512_scale_f32;
     return set;
   }();
   return k;

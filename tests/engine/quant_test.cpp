@@ -1045,6 +1045,38 @@ TEST(Quant, ExpSumOfEverySetIsThePortableBitForBit) {
   }
 }
 
+// Every set's scale_f32 is x[i]·s rounded once, bit for bit (lengths that leave every tail of the
+// 8- and 16-lane loops, from an odd offset; denormal, infinite and NaN elements), and touches
+// nothing past x[n).
+TEST(Quant, ScaleF32OfEverySetIsEachProductRounded) {
+  std::mt19937 rng(29);
+  std::uniform_real_distribution<float> value(-1e3f, 1e3f);
+  const float s = 1.0f / 3.0f;
+  for (int64_t n : {0, 1, 7, 8, 15, 16, 17, 31, 64, 301}) {
+    std::vector<float> x(static_cast<size_t>(n) + 2);
+    for (float& v : x) v = value(rng);
+    if (n > 3) {
+      x[1] = std::numeric_limits<float>::denorm_min();
+      x[2] = std::numeric_limits<float>::infinity();
+      x[3] = std::numeric_limits<float>::quiet_NaN();
+    }
+    for (KernelIsa isa : available_isas()) {
+      SCOPED_TRACE(std::string(kernel_isa_name(isa)) + " n=" + std::to_string(n));
+      std::vector<float> got = x;
+      quant_kernels(isa).scale_f32(got.data() + 1, n, s);
+      for (size_t i = 0; i < x.size(); ++i) {
+        const bool inside = i >= 1 && i < static_cast<size_t>(n) + 1;
+        const float want = inside ? x[i] * s : x[i];
+        if (std::isnan(want)) {
+          EXPECT_TRUE(std::isnan(got[i])) << "element " << i;
+        } else {
+          EXPECT_EQ(std::memcmp(&got[i], &want, sizeof(float)), 0) << "element " << i << ": " << got[i] << " vs " << want;
+        }
+      }
+    }
+  }
+}
+
 // max_f32 is the maximum wherever it lies: in any of the 8 lanes, in the tail past the last whole
 // 8, or nowhere (then init); equal elements, -inf and a larger init included.
 TEST(Quant, MaxF32FindsTheMaximumInEveryLaneAndTheTail) {
