@@ -1,7 +1,7 @@
 // AVX-512 F/BW/VL/VNNI kernels for packed (row-interleaved) Q4_0 and Q8_0 matrices and for the
 // F16, BF16, Q4_K and Q6_K mat-vec, plus the lane-exact types (Q4_1 ... IQ4_XS) through their VNNI
-// build (quant_lanes_avx512.cpp), and the attention dot, e^x sum and SwiGLU (bit for bit the AVX2
-// and portable sets'); everything else is the AVX2 set. This file is compiled with
+// build (quant_lanes_avx512.cpp), and the attention dot, e^x sum, 1/sum scaling and SwiGLU (bit
+// for bit the AVX2 and portable sets'); everything else is the AVX2 set. This file is compiled with
 // -mavx512f -mavx512bw -mavx512vl -mavx512vnni (plus the AVX2 flags) and only entered through
 // detail::avx512_kernels() and the Dense16Order functions of quant.h, after
 // cpu_features().can_run_avx512().
