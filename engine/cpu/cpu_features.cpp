@@ -30,6 +30,10 @@ CpuFeatures detect() {
   std::memcpy(vendor + 8, &c, 4);
   f.vendor = vendor;
   __cpuid(1, a, b, c, d);
+  const unsigned base_family = (a >> 8) & 0xF;
+  const unsigned base_model = (a >> 4) & 0xF;
+  f.family = base_family == 0xF ? base_family + ((a >> 20) & 0xFF) : base_family;
+  f.model = base_family == 0x6 || base_family == 0xF ? (((a >> 16) & 0xF) << 4) | base_model : base_model;
   const bool osxsave = (c & (1u << 27)) != 0;
   const bool cpu_avx = (c & (1u << 28)) != 0;
   const bool cpu_fma = (c & (1u << 12)) != 0;

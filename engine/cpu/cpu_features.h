@@ -19,6 +19,12 @@ struct CpuFeatures {
   bool neon = false;
   std::string brand;   // the CPU's brand string (cpuid 0x80000002..4), "" where there is none
   std::string vendor;  // the cpuid leaf 0 vendor id ("GenuineIntel", "AuthenticAMD"), "" where there is none
+  // The display family and model (cpuid leaf 1, the extended fields folded in as the Intel SDM and
+  // AMD APM define them: family = base + extended when base is 15; model = extended << 4 | base
+  // when the family is 6 or at least 15), as /proc/cpuinfo's "cpu family" and "model". 0 where
+  // there is no cpuid. E.g. AMD Zen 4 (EPYC 9004) is family 25, Zen 5 (EPYC 9005) family 26.
+  unsigned family = 0;
+  unsigned model = 0;
 
   // True when the *_avx2.cpp kernels may run: AVX2 + FMA + F16C with OS-enabled YMM state.
   bool can_run_avx2() const { return avx2 && fma && f16c; }
@@ -29,6 +35,8 @@ struct CpuFeatures {
   // True on AMD CPUs (vendor "AuthenticAMD"): the kernels' per-vendor tuning (decode prefetch
   // distance, the BF16 GEMM instruction) keys on it.
   bool amd() const { return vendor == "AuthenticAMD"; }
+  // True on AMD CPUs of family 26 (0x1A) or later: Zen 5 on. The F16/BF16 decode order keys on it.
+  bool amd_zen5_or_later() const { return amd() && family >= 26; }
 
   // Space-separated list of the features present, e.g. "avx avx2 fma f16c".
   std::string to_string() const;

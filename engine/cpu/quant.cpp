@@ -684,4 +684,8 @@ void matvec(GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1, con
   active_kernels().matvec(type, w, n, r0, r1, act, y);
 }
 
+Dense16Order dense16_order_for(const CpuFeatures& features) {
+  return features.amd() && !features.amd_zen5_or_later() ? Dense16Order::kOneRow : Dense16Order::kTwoStreams;
+}
+
 }  // namespace kakeya::engine

@@ -263,8 +263,17 @@ const QuantKernels& quant_kernels(KernelIsa isa);
 //     (a 64-byte f32 load per 32 weight bytes costs more than converting a 32-byte half load);
 //     and software prefetch made one stream slower (a 2 GiB sweep: 28-31 GB/s without, 17-23
 //     with 2-8 KiB ahead).
+//   On the 2-core AMD EPYC Zen 5 VM (family 26) the order flips back to kTwoStreams. A sweep of
+//   the decode's matrix shapes through the backend's pool and ranges, alternating (12-15 reps, GB/s
+//   of weights): BF16 one thread 21.9 -> 25.1 and 26.5 -> 28.9, two threads 36.0 -> 39.2 and
+//   50.5 -> 56.8 (two other sweeps level at two threads); F16 31.3 -> 33.8 at one thread and
+//   39.1 -> 42.2 at two. End to end, BF16 decode in alternating pairs +1% to +11%.
 enum class Dense16Order { kTwoStreams, kOneRow };
-// The order the Avx512 set uses on this CPU: kOneRow on AMD CPUs, kTwoStreams elsewhere.
+struct CpuFeatures;
+// The order for a CPU: kOneRow on AMD CPUs before Zen 5 (family < 26), kTwoStreams elsewhere
+// (Intel, and AMD from Zen 5 on). Pure; portable code.
+Dense16Order dense16_order_for(const CpuFeatures& features);
+// The order the Avx512 set uses on this CPU: dense16_order_for(cpu_features()), chosen once.
 // REQUIRES: kernel_isa_available(KernelIsa::Avx512) (compiled with the AVX-512 flags).
 Dense16Order avx512_dense16_order();
 // The Avx512 set's F16/BF16 mat-vec in a given order (tests and benches): y[r - r0] = row r · x.

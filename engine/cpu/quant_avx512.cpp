@@ -912,7 +912,7 @@ void avx512_matvec_packed_path(PackedPath path, GgmlType type, const uint8_t* pa
 }
 
 Dense16Order avx512_dense16_order() {
-  static const Dense16Order order = cpu_features().amd() ? Dense16Order::kOneRow : Dense16Order::kTwoStreams;
+  static const Dense16Order order = dense16_order_for(cpu_features());
   return order;
 }
 

@@ -74,6 +74,26 @@ TEST(CpuFeatures, AgreesWithProcCpuinfo) {
   EXPECT_EQ(f.avx512vnni, flags.count("avx512_vnni") == 1);
   EXPECT_EQ(f.avx512bf16, flags.count("avx512_bf16") == 1);
 }
+
+// The display family and model, as the kernel prints them ("cpu family", "model" of the first CPU),
+// and the vendor ("vendor_id").
+TEST(CpuFeatures, FamilyAndModelAgreeWithProcCpuinfo) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, vendor;
+  long family = -1, model = -1;
+  const auto value = [&line] { return line.substr(line.find(':') + 1); };
+  while (std::getline(in, line) && (family < 0 || model < 0 || vendor.empty())) {
+    if (line.rfind("cpu family", 0) == 0 && family < 0) family = std::stol(value());
+    if (line.rfind("model", 0) == 0 && line.rfind("model name", 0) != 0 && model < 0) model = std::stol(value());
+    if (line.rfind("vendor_id", 0) == 0 && vendor.empty()) std::istringstream(value()) >> vendor;
+  }
+  if (family < 0 || model < 0) GTEST_SKIP() << "/proc/cpuinfo has no cpu family / model line";
+  const CpuFeatures& f = cpu_features();
+  EXPECT_EQ(static_cast<long>(f.family), family);
+  EXPECT_EQ(static_cast<long>(f.model), model);
+  EXPECT_EQ(f.vendor, vendor);
+  EXPECT_EQ(f.amd_zen5_or_later(), vendor == "AuthenticAMD" && family >= 26);
+}
 #endif
 
 }  // namespace

@@ -663,13 +663,32 @@ TEST(Quant, SimdKernelSetsAgreeWithPortable) {
   }
 }
 
+// The order rule by vendor and family: one row at a time only on AMD before Zen 5 (family 25 is
+// Zen 3/4, 26 Zen 5), two far streams on Intel and on Zen 5.
+TEST(Quant, Dense16OrderIsOneRowOnlyOnAmdBeforeZen5) {
+  CpuFeatures f;
+  f.vendor = "GenuineIntel";
+  f.family = 6;
+  EXPECT_EQ(dense16_order_for(f), Dense16Order::kTwoStreams);
+  f.vendor = "AuthenticAMD";
+  for (unsigned family : {23u, 25u}) {
+    f.family = family;
+    EXPECT_EQ(dense16_order_for(f), Dense16Order::kOneRow) << "family " << family;
+  }
+  for (unsigned family : {26u, 27u}) {
+    f.family = family;
+    EXPECT_EQ(dense16_order_for(f), Dense16Order::kTwoStreams) << "family " << family;
+  }
+  EXPECT_EQ(dense16_order_for(CpuFeatures{}), Dense16Order::kTwoStreams);
+}
+
 // The AVX-512 F16/BF16 mat-vec walks rows in two orders (two far streams with widened activations,
 // or one row at a time with half activations); the vendor rule picks one, and both must give the
 // same bits for every row of every range, the 64- and 16-column steps and the scalar tail alike.
 TEST(Quant, Avx512DenseRowOrdersAreBitIdentical) {
   if (!kernel_isa_available(KernelIsa::Avx512)) GTEST_SKIP() << "CPU cannot run the AVX-512 kernels";
-  EXPECT_EQ(avx512_dense16_order(), cpu_features().amd() ? Dense16Order::kOneRow : Dense16Order::kTwoStreams)
-      << "vendor " << cpu_features().vendor;
+  EXPECT_EQ(avx512_dense16_order(), dense16_order_for(cpu_features()))
+      << "vendor " << cpu_features().vendor << " family " << cpu_features().family;
   std::mt19937 rng(7);
   for (GgmlType type : {GgmlType::F16, GgmlType::BF16}) {
     for (int64_t n : std::vector<int64_t>{8, 16, 40, 100, 112, 1000, 2048}) {
