@@ -267,7 +267,9 @@ const QuantKernels& quant_kernels(KernelIsa isa);
 //   the decode's matrix shapes through the backend's pool and ranges, alternating (12-15 reps, GB/s
 //   of weights): BF16 one thread 21.9 -> 25.1 and 26.5 -> 28.9, two threads 36.0 -> 39.2 and
 //   50.5 -> 56.8 (two other sweeps level at two threads); F16 31.3 -> 33.8 at one thread and
-//   39.1 -> 42.2 at two. End to end, BF16 decode in alternating pairs +1% to +11%.
+//   39.1 -> 42.2 at two. End to end, BF16 decode in alternating pairs +1% to +11%. Re-measured
+//   with 8 layers, 12 reps: BF16 one thread 29.9 -> 32.5 and 27.2 -> 29.8, two threads 43.1 ->
+//   54.1 and 40.3 -> 42.7; F16 30.5 -> 32.7, 29.4 -> 33.8, 37.3 -> 38.2, 37.7 -> 42.1.
 enum class Dense16Order { kTwoStreams, kOneRow };
 struct CpuFeatures;
 // The order for a CPU: kOneRow on AMD CPUs before Zen 5 (family < 26), kTwoStreams elsewhere

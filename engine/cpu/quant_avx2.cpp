@@ -868,7 +868,8 @@ inline float row_dot(const void* row, const void* a, int64_t n, const int8_t* q4
 // F16 12.2 GB/s, BF16 12.6, Q4_K 11.4 and Q6_K 9.7, against 9.6, 7.2, 7.8 and 7.5 for one stream
 // prefetching the row two ahead into L1 (T0). The rows' results do not depend on the order.
 // On AMD CPUs F16, BF16, Q4_K and Q6_K rows are read one at a time instead, with no software
-// prefetch, as the AVX-512 set reads F16/BF16 there (Dense16Order::kOneRow). One thread from memory
+// prefetch, as the AVX-512 set reads F16/BF16 on AMD before Zen 5 (Dense16Order::kOneRow; this set
+// keeps one row on every AMD CPU, not re-measured on Zen 5). One thread from memory
 // on the 2-core AMD EPYC (Zen 4) VM (kakeya_kernels_bench, 60 matrices of 5632×2048, alternating):
 // F16 19.1-19.2 -> 32.4 GB/s, BF16 24.2-24.5 -> 30.8 (with dot_bf16); Q6_K 15.6 -> 24.9, Q4_K
 // 17.2 -> 17.8 (with the kernels above; software prefetch 1-8 KiB ahead of one row read less).
