@@ -683,8 +683,9 @@ TEST(Quant, Dense16OrderIsOneRowOnlyOnAmdBeforeZen5) {
 }
 
 // The AVX-512 F16/BF16 mat-vec walks rows in two orders (two far streams with widened activations,
-// or one row at a time with half activations); the vendor rule picks one, and both must give the
-// same bits for every row of every range, the 64- and 16-column steps and the scalar tail alike.
+// or one row at a time with half activations); the vendor and family rule picks one, and both must
+// give the same bits for every row of every range, the 64- and 16-column steps and the scalar tail
+// alike.
 TEST(Quant, Avx512DenseRowOrdersAreBitIdentical) {
   if (!kernel_isa_available(KernelIsa::Avx512)) GTEST_SKIP() << "CPU cannot run the AVX-512 kernels";
   EXPECT_EQ(avx512_dense16_order(), dense16_order_for(cpu_features()))
