@@ -51,10 +51,11 @@ ThreadPool::~ThreadPool() {
 
 size_t ThreadPool::run_tasks(int thread) {
   size_t ran = 0;
-  for (;; ++ran) {
+  for (;;) {
     const size_t task = next_task_.fetch_add(1);
     if (task >= n_tasks_) return ran;
     (*job_)(task, thread);
+    ran += task_bounds_ == nullptr ? 1 : (*task_bounds_)[task + 1] - (*task_bounds_)[task];
     if (tasks_done_.fetch_add(1) + 1 == n_tasks_ && main_waiting_.load()) {
       std::lock_guard<std::mutex> lock(mu_);
       cv_done_.notify_one();
@@ -86,6 +87,11 @@ void ThreadPool::worker_loop(int thread) {
 
 void ThreadPool::parallel_for(size_t n_tasks,
                               const std::function<void(size_t task, int thread)>& fn) {
+  run_job(n_tasks, fn, nullptr, 1);
+}
+
+void ThreadPool::run_job(size_t n_tasks, const std::function<void(size_t task, int thread)>& fn,
+                         const std::vector<size_t>* task_bounds, size_t largest_task) {
   if (n_tasks == 0) return;
   if (workers_.empty() || n_tasks == 1 || Clock::now() < inline_until_) {
     for (size_t i = 0; i < n_tasks; ++i) fn(i, 0);
@@ -96,6 +102,7 @@ void ThreadPool::parallel_for(size_t n_tasks,
   while (active_.load() != 0) std::this_thread::yield();
   job_ = &fn;
   n_tasks_ = n_tasks;
+  task_bounds_ = task_bounds;
   next_task_.store(0);
   tasks_done_.store(0);
   generation_.fetch_add(1);
@@ -105,7 +112,7 @@ void ThreadPool::parallel_for(size_t n_tasks,
     cv_start_.notify_all();
   }
   const auto start = Clock::now();
-  const size_t ran = run_tasks(0);
+  const size_t ran = run_tasks(0);  // in items: what the caller's tasks weighed
   const auto own_done = Clock::now();
   auto all_done = [&] { return tasks_done_.load() == n_tasks; };
   if (!spin_until(all_done)) {
@@ -117,10 +124,12 @@ void ThreadPool::parallel_for(size_t n_tasks,
     main_waiting_.store(false);
   }
   // Straggler check (see the header): a worker still busy long after the caller's own tasks
-  // were done was descheduled, not slow.
+  // were done, far longer than the job's largest task takes at the caller's pace, was
+  // descheduled, not slow.
   const auto waited = Clock::now() - own_done;
-  const Clock::duration mean_task = ran > 0 ? (own_done - start) / static_cast<Clock::rep>(ran) : Clock::duration::zero();
-  if (ran > 0 && waited > kStragglerFactor * mean_task + std::chrono::microseconds(kStragglerSlackMicros)) {
+  const auto largest = std::chrono::duration<double, Clock::period>(own_done - start) *
+                       (static_cast<double>(largest_task) / static_cast<double>(std::max<size_t>(ran, 1)));
+  if (ran > 0 && waited > kStragglerFactor * largest + std::chrono::microseconds(kStragglerSlackMicros)) {
     inline_stretch_ = std::clamp<Clock::duration>(2 * inline_stretch_, kMinInline, kMaxInline);
     inline_until_ = Clock::now() + inline_stretch_;
     clean_jobs_ = 0;
@@ -144,7 +153,9 @@ void ThreadPool::parallel_ranges(size_t n, size_t min_chunk,
     range_bounds_.push_back(at);
   }
   const std::vector<size_t>& bounds = range_bounds_;
-  parallel_for(bounds.size() - 1, [&](size_t c, int thread) { fn(bounds[c], bounds[c + 1], thread); });
+  run_job(
+      bounds.size() - 1, [&](size_t c, int thread) { fn(bounds[c], bounds[c + 1], thread); }, &bounds,
+      bounds[1] - bounds[0]);  // the first range is the largest
 }
 
 }  // namespace kakeya::engine

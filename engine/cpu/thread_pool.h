@@ -22,10 +22,10 @@
 //
 // When the host is oversubscribed anyway, a worker can be descheduled in the middle of a task,
 // and the caller then waits a scheduler time slice for it. The caller notices (it waited far
-// longer than one of its own tasks takes, kStragglerFactor x its mean task time plus
-// kStragglerSlackMicros) and runs the next jobs alone for a while: kMinInline after the first
-// such wait, doubling up to kMaxInline while it recurs, back to the minimum after
-// kCleanJobsToReset parallel jobs in a row without a straggler. So --threads 2 next to a busy
+// longer than the job's largest task takes: kStragglerFactor x that task's items at the caller's
+// own time per item, plus kStragglerSlackMicros) and runs the next jobs alone for a while:
+// kMinInline after the first such wait, doubling up to kMaxInline while it recurs, back to the
+// minimum after kCleanJobsToReset parallel jobs in a row without a straggler. So --threads 2 next to a busy
 // process degrades towards the 1-thread speed instead of below it. The stretch is a time, not a
 // number of jobs: it had been 64 jobs at first, about 40 ms of a 2-thread F16 decode of a
 // TinyLlama-shaped model but half a second of its 128-token prefill (64 of its ~180 jobs). On a
@@ -33,6 +33,14 @@
 // pp128 runs had run at 60-78 tok/s instead of 85-95; alternating before/after (8 pairs) the time
 // stretch ran F16 pp128 1.10x (0.94-1.47) and decode 1.11x, BF16 (4 pairs) 0.95x and 1.07x, and
 // next to a spinning process 2 threads still ran as fast as 1 (README "Speed").
+// The yardstick is the largest task, not the mean of the caller's: parallel_ranges' guided split
+// gives the caller the first half of a mat-vec and then mostly short ranges, so its mean task is
+// a fraction of the quarter-sized range a worker that started late is still reading. Measured
+// against that mean, a quiet 2-core Zen 5 EPYC VM's `ar-bench -t 2 -p 1 -n 48 -r 3` (synth
+// TinyLlama F16) saw 16-28 stragglers a run, most of them waits of 300-1000 us after the caller
+// had run 9 of 10 ranges, and the caller ran alone for 0.5-1.5 s of the run; against the largest
+// task 6-8 are left (waits of 1-39 ms, the worker not asleep), 0.15-0.2 s alone. Decode speed,
+// alternating: F16 1.00x (14 pairs), BF16 1.03x (14), Q4_0 1.01x (6), within this VM's noise.
 //
 // REQUIRES: external synchronization — one job at a time (parallel_for is not re-entrant and
 // must not be called from inside a task).
@@ -99,7 +107,11 @@ class ThreadPool {
 
  private:
   void worker_loop(int thread);
-  // Claims and runs tasks of the current job until none is left; returns how many it ran.
+  // parallel_for's job, where task t weighs (*task_bounds)[t + 1] - (*task_bounds)[t] items (1
+  // when task_bounds is null) and the heaviest weighs largest_task: the straggler check's scale.
+  void run_job(size_t n_tasks, const std::function<void(size_t task, int thread)>& fn,
+               const std::vector<size_t>* task_bounds, size_t largest_task);
+  // Claims and runs tasks of the current job until none is left; returns their items.
   size_t run_tasks(int thread);
 
   int n_threads_;
@@ -115,6 +127,7 @@ class ThreadPool {
   std::condition_variable cv_done_;
   const std::function<void(size_t, int)>* job_ = nullptr;  // written while the job is closed
   size_t n_tasks_ = 0;                                     // written while the job is closed
+  const std::vector<size_t>* task_bounds_ = nullptr;       // written while the job is closed
   std::atomic<size_t> next_task_{0};
   std::atomic<size_t> tasks_done_{0};
   std::atomic<size_t> generation_{0};  // bumped once per job
