@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -51,17 +52,28 @@ TEST(CpuFeatures, ToStringListsExactlyThePresentFeatures) {
 }
 
 #if defined(__x86_64__) && defined(__linux__)
-TEST(CpuFeatures, AgreesWithProcCpuinfo) {
+// The value of the first processor's `key` line of /proc/cpuinfo ("key<tabs>: value"), trimmed;
+// nullopt when there is none.
+std::optional<std::string> cpuinfo_field(const std::string& key) {
   std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  std::set<std::string> flags;
-  while (std::getline(in, line)) {
-    if (line.rfind("flags", 0) != 0) continue;
-    std::istringstream words(line.substr(line.find(':') + 1));
-    for (std::string w; words >> w;) flags.insert(w);
-    break;
+  for (std::string line; std::getline(in, line);) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string name = line.substr(0, colon);
+    name.erase(name.find_last_not_of(" \t") + 1);
+    if (name != key) continue;
+    const size_t at = line.find_first_not_of(' ', colon + 1);
+    return at == std::string::npos ? std::string() : line.substr(at);
   }
-  if (flags.empty()) GTEST_SKIP() << "/proc/cpuinfo has no flags line";
+  return std::nullopt;
+}
+
+TEST(CpuFeatures, AgreesWithProcCpuinfo) {
+  const auto line = cpuinfo_field("flags");
+  if (!line) GTEST_SKIP() << "/proc/cpuinfo has no flags line";
+  std::set<std::string> flags;
+  std::istringstream words(*line);
+  for (std::string w; words >> w;) flags.insert(w);
   const CpuFeatures& f = cpu_features();
   // The kernel lists AVX-family flags only when it enabled the register state, like xgetbv.
   EXPECT_EQ(f.avx, flags.count("avx") == 1);
@@ -78,21 +90,15 @@ TEST(CpuFeatures, AgreesWithProcCpuinfo) {
 // The display family and model, as the kernel prints them ("cpu family", "model" of the first CPU),
 // and the vendor ("vendor_id").
 TEST(CpuFeatures, FamilyAndModelAgreeWithProcCpuinfo) {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line, vendor;
-  long family = -1, model = -1;
-  const auto value = [&line] { return line.substr(line.find(':') + 1); };
-  while (std::getline(in, line) && (family < 0 || model < 0 || vendor.empty())) {
-    if (line.rfind("cpu family", 0) == 0 && family < 0) family = std::stol(value());
-    if (line.rfind("model", 0) == 0 && line.rfind("model name", 0) != 0 && model < 0) model = std::stol(value());
-    if (line.rfind("vendor_id", 0) == 0 && vendor.empty()) std::istringstream(value()) >> vendor;
-  }
-  if (family < 0 || model < 0) GTEST_SKIP() << "/proc/cpuinfo has no cpu family / model line";
+  const auto family = cpuinfo_field("cpu family");
+  const auto model = cpuinfo_field("model");
+  const auto vendor = cpuinfo_field("vendor_id");
+  if (!family || !model || !vendor) GTEST_SKIP() << "/proc/cpuinfo has no cpu family / model / vendor_id line";
   const CpuFeatures& f = cpu_features();
-  EXPECT_EQ(static_cast<long>(f.family), family);
-  EXPECT_EQ(static_cast<long>(f.model), model);
-  EXPECT_EQ(f.vendor, vendor);
-  EXPECT_EQ(f.amd_zen5_or_later(), vendor == "AuthenticAMD" && family >= 26);
+  EXPECT_EQ(static_cast<long>(f.family), std::stol(*family));
+  EXPECT_EQ(static_cast<long>(f.model), std::stol(*model));
+  EXPECT_EQ(f.vendor, *vendor);
+  EXPECT_EQ(f.amd_zen5_or_later(), *vendor == "AuthenticAMD" && std::stol(*family) >= 26);
 }
 #endif
 
