@@ -112,7 +112,7 @@ TEST(BenchTable, CsvAndJson) {
 }
 
 TEST(BenchTable, ArBenchReportCarriesTheTableOfItsSamples) {
-  auto model = LlamaModel::load((testing::models_dir() / "stories260K-f32.gguf").string());
+  auto model = LlamaModel::load(test::stories_path());
   ASSERT_TRUE(model.ok());
   auto tok = Tokenizer::from_gguf(model->gguf());
   ASSERT_TRUE(tok.ok());

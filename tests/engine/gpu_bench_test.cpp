@@ -78,7 +78,7 @@ TEST(GpuBench, TinyRunOnTheDeviceHasTheReportsShapeAndPositiveNumbers) {
   const auto llama = fake_llama_bench(tmp.path());
   const BenchRun r = run_bench({"--bandwidth-mib", "4", "--matmul-n", "256", "--matmul-tokens", "64", "--repeats", "3",
                            "--rounds", "2", "-p", "16", "-n", "8", "-r", "1", "--model",
-                           (testing::models_dir() / "stories260K-f32.gguf").string(), "--synth", "custom:q4_0",
+                           test::stories_path(), "--synth", "custom:q4_0",
                            "--work-dir", tmp.path().string(), "--llama-bench", llama.string(), "--out",
                            out.string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;

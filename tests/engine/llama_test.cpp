@@ -85,7 +85,7 @@ std::vector<int32_t> stories_golden_ids() {
 }
 
 TEST(Llama, Stories260kGreedyFromBosMatchesGolden) {
-  const auto& model = load_cached((testing::models_dir() / "stories260K-f32.gguf").string());
+  const auto& model = load_cached(test::stories_path());
   const LlamaHparams& hp = model.hparams();
   EXPECT_EQ(hp.n_embd, 64);
   EXPECT_EQ(hp.n_layer, 5);
@@ -104,7 +104,7 @@ TEST(Llama, Stories260kGreedyFromBosMatchesGolden) {
 
 TEST(Llama, Stories260kReferencePromptGreedyAndLogits) {
   const json ref = load_json(testing::data_dir() / "reference" / "stories260K-f32.ref.json");
-  const auto& model = load_cached((testing::models_dir() / "stories260K-f32.gguf").string());
+  const auto& model = load_cached(test::stories_path());
   const auto prompt = ids(ref["prompt_ids"]);
   auto c = test::context(model, test::cpu(2), 512);
   LlamaContext& ctx = *c;
@@ -223,7 +223,7 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, SynthReference,
 // the token-by-token pass, and so is the next token's (it attends to the last layer's K and V of
 // every prompt row: a chunk that skipped them would fail here).
 TEST(Llama, LastRowPrefillMatchesTokenByTokenAndKeepsEveryRowsKv) {
-  const auto& model = load_cached((testing::models_dir() / "stories260K-f32.gguf").string());
+  const auto& model = load_cached(test::stories_path());
   std::vector<int32_t> prompt = {1};
   for (int i = 0; i < 40; ++i) prompt.push_back(260 + (i * 37) % 250);
   const int32_t next[1] = {300};
@@ -248,7 +248,7 @@ TEST(Llama, LastRowPrefillMatchesTokenByTokenAndKeepsEveryRowsKv) {
 }
 
 TEST(Llama, BatchedPrefillEqualsTokenByTokenAndChunking) {
-  const auto& model = load_cached((testing::models_dir() / "stories260K-f32.gguf").string());
+  const auto& model = load_cached(test::stories_path());
   std::vector<int32_t> prompt = {1};
   for (int i = 0; i < 40; ++i) prompt.push_back(260 + (i * 37) % 250);
   auto one = test::context(model, test::cpu(1), 512);
@@ -406,7 +406,7 @@ TEST(Llama, AutoMatmulModeIsExactBelowThirtyTwoTokens) {
 }
 
 TEST(Llama, TruncateThenReevalReproducesLogits) {
-  const auto& model = load_cached((testing::models_dir() / "stories260K-f32.gguf").string());
+  const auto& model = load_cached(test::stories_path());
   const std::vector<int32_t> prefix = {1, 403, 407, 261, 378};
   const std::vector<int32_t> a = {432, 383, 286};
   const std::vector<int32_t> b = {300, 301, 302, 303};
@@ -425,7 +425,7 @@ TEST(Llama, TruncateThenReevalReproducesLogits) {
 }
 
 TEST(Llama, ErrorsAreResults) {
-  const auto& model = load_cached((testing::models_dir() / "stories260K-f32.gguf").string());
+  const auto& model = load_cached(test::stories_path());
   auto c = test::context(model, test::cpu(1), 8);
   LlamaContext& ctx = *c;
   const std::vector<int32_t> bad = {1, 512};

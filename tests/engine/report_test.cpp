@@ -65,7 +65,7 @@ struct StoriesModel {
 };
 
 std::unique_ptr<StoriesModel> load_model_for_report_test() {
-  auto m = LlamaModel::load((testing::models_dir() / "stories260K-f32.gguf").string());
+  auto m = LlamaModel::load(test::stories_path());
   EXPECT_TRUE(m.ok());
   auto tok = Tokenizer::from_gguf(m->gguf());
   EXPECT_TRUE(tok.ok());

@@ -86,7 +86,7 @@ std::vector<Case> cases() {
   std::vector<Case> out;
   for (const std::string& d : std::vector<std::string>{"layers:1", "layers:4", "quant:q8_0", "quant:q4_0", "lookup:3",
                               "gguf:" + model_path("niah-tiny-f32.gguf"),
-                              "gguf:" + model_path("stories260K-f32.gguf")}) {
+                              "gguf:" + test::stories_path()}) {
     for (int k : {1, 3, 8}) out.push_back({d, k});
   }
   return out;
@@ -135,7 +135,7 @@ TEST(Speculative, LosslessPastBoundedCacheEviction) {
 TEST(Speculative, SelfDraftAcceptsEverything) {
   auto target_ctx = test::context(stories(), test::cpu(1, "quantized"), 0);
   LlamaContext& target = *target_ctx;
-  auto draft = make_draft_source("gguf:" + model_path("stories260K-f32.gguf"), target, {});
+  auto draft = make_draft_source("gguf:" + test::stories_path(), target, {});
   ASSERT_TRUE(draft.ok()) << draft.error().str();
   const auto prompt = encode(prompts()[0]);
   for (float temperature : {0.0f, 1.0f}) {

@@ -107,7 +107,7 @@ TEST(Synth, CopiesStoriesVocabularyWhenSizesMatch) {
   testing::TempDir dir;
   SynthOptions o = tiny(GgmlType::F16, 1, 2);
   o.shape.n_vocab = 512;
-  o.vocab_source = (testing::models_dir() / "stories260K-f32.gguf").string();
+  o.vocab_source = test::stories_path();
   const auto path = (dir.path() / "v.gguf").string();
   ASSERT_TRUE(write_synth_model(o, path).ok());
   auto f = GgufFile::open(path);
@@ -226,7 +226,7 @@ TEST(Synth, MixedFilesRunOnEveryMatmulPath) {
     SCOPED_TRACE(llama_file_type_name(mix));
     SynthOptions o = tiny(GgmlType::F32, 9, 2);
     o.shape = SynthShape{"custom", 288, 512, 3, 4, 2, 512, 64};  // Q5_0/Q8_0 fallbacks beside K-types
-    o.vocab_source = (testing::models_dir() / "stories260K-f32.gguf").string();
+    o.vocab_source = test::stories_path();
     o.mix = mix;
     const auto path = (dir.path() / "mixed.gguf").string();
     ASSERT_TRUE(write_synth_model(o, path).ok());

@@ -416,7 +416,7 @@ TEST(Vulkan, ErrorsNameWhatIsMissing) {
 TEST(Vulkan, BackendParityAgainstTheCpuIsGated) {
   REQUIRE_VULKAN();
   BackendParityConfig c;
-  c.model = (testing::models_dir() / "stories260K-f32.gguf").string();
+  c.model = test::stories_path();
   c.backend = "vulkan";
   auto r = run_backend_parity(c, *vk, &test::cpu(2));
   ASSERT_TRUE(r.ok()) << r.error().str();
@@ -447,7 +447,7 @@ TEST(Vulkan, BackendParityAgainstTheCpuIsGated) {
 TEST(Vulkan, SelftestPassesOnTheDevice) {
   REQUIRE_VULKAN();
   SelftestConfig c;
-  c.model = (testing::models_dir() / "stories260K-f32.gguf").string();
+  c.model = test::stories_path();
   c.backend = "vulkan";
   c.greedy_tokens = 32;
   auto r = run_selftest(c, *vk, test::cpu(2));
