@@ -25,11 +25,11 @@
 // longer than the job's largest task takes: kStragglerFactor x that task's items at the caller's
 // own time per item, plus kStragglerSlackMicros) and runs the next jobs alone for a while:
 // kMinInline after the first such wait, doubling up to kMaxInline while it recurs, back to the
-// minimum after kCleanJobsToReset parallel jobs in a row without a straggler. So --threads 2 next to a busy
-// process degrades towards the 1-thread speed instead of below it. The stretch is a time, not a
-// number of jobs: it had been 64 jobs at first, about 40 ms of a 2-thread F16 decode of a
-// TinyLlama-shaped model but half a second of its 128-token prefill (64 of its ~180 jobs). On a
-// quiet 2-core AMD EPYC VM, where a worker is still preempted now and then, some 2-thread F16
+// minimum after kCleanJobsToReset parallel jobs in a row without a straggler. So --threads 2 next
+// to a busy process degrades towards the 1-thread speed instead of below it. The stretch is a
+// time, not a number of jobs: it had been 64 jobs at first, about 40 ms of a 2-thread F16 decode
+// of a TinyLlama-shaped model but half a second of its 128-token prefill (64 of its ~180 jobs).
+// On a quiet 2-core AMD EPYC VM, where a worker is still preempted now and then, some 2-thread F16
 // pp128 runs had run at 60-78 tok/s instead of 85-95; alternating before/after (8 pairs) the time
 // stretch ran F16 pp128 1.10x (0.94-1.47) and decode 1.11x, BF16 (4 pairs) 0.95x and 1.07x, and
 // next to a spinning process 2 threads still ran as fast as 1 (README "Speed").
