@@ -6,8 +6,10 @@
 
 #include <sys/resource.h>
 
+#include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <tuple>
@@ -26,6 +28,22 @@ inline double process_cpu_seconds() {
   getrusage(RUSAGE_SELF, &ru);
   return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
          static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
+// The value of the first processor's `key` line of /proc/cpuinfo ("key<tabs>: value"), trimmed;
+// nullopt when there is none (or no /proc/cpuinfo).
+inline std::optional<std::string> cpuinfo_field(const std::string& key) {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string name = line.substr(0, colon);
+    name.erase(name.find_last_not_of(" \t") + 1);
+    if (name != key) continue;
+    const size_t at = line.find_first_not_of(' ', colon + 1);
+    return at == std::string::npos ? std::string() : line.substr(at);
+  }
+  return std::nullopt;
 }
 
 // The CPU backend with `threads`, batched_matmul `mode` ("auto", "sgemm", "quantized") and

@@ -4,11 +4,11 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
+
+#include "tests/engine/backends.h"
 
 namespace kakeya::engine {
 namespace {
@@ -52,21 +52,7 @@ TEST(CpuFeatures, ToStringListsExactlyThePresentFeatures) {
 }
 
 #if defined(__x86_64__) && defined(__linux__)
-// The value of the first processor's `key` line of /proc/cpuinfo ("key<tabs>: value"), trimmed;
-// nullopt when there is none.
-std::optional<std::string> cpuinfo_field(const std::string& key) {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    const size_t colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    std::string name = line.substr(0, colon);
-    name.erase(name.find_last_not_of(" \t") + 1);
-    if (name != key) continue;
-    const size_t at = line.find_first_not_of(' ', colon + 1);
-    return at == std::string::npos ? std::string() : line.substr(at);
-  }
-  return std::nullopt;
-}
+using test::cpuinfo_field;
 
 TEST(CpuFeatures, AgreesWithProcCpuinfo) {
   const auto line = cpuinfo_field("flags");

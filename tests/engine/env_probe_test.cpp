@@ -1,6 +1,5 @@
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <string>
 #include <thread>
 
@@ -19,19 +18,11 @@ TEST(EnvProbe, ReportsRealMachine) {
   EXPECT_GT(r["memory"]["total_bytes"].get<long long>(), 0);
 #if defined(__x86_64__)
   // The x86 family and model, as the first processor's lines of /proc/cpuinfo give them.
-  std::ifstream in("/proc/cpuinfo");
-  std::string line, family, model;
-  while ((family.empty() || model.empty()) && std::getline(in, line)) {
-    const size_t colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    const size_t start = line.find_first_not_of(" \t", colon + 1);
-    const std::string value = start == std::string::npos ? "" : line.substr(start);
-    if (line.rfind("cpu family", 0) == 0) family = value;
-    if (line.rfind("model\t", 0) == 0) model = value;
-  }
-  ASSERT_FALSE(family.empty());
-  EXPECT_EQ(r["cpu"]["family"], family);
-  EXPECT_EQ(r["cpu"]["model"], model);
+  const auto family = test::cpuinfo_field("cpu family");
+  const auto model = test::cpuinfo_field("model");
+  ASSERT_TRUE(family.has_value() && model.has_value());
+  EXPECT_EQ(r["cpu"]["family"], *family);
+  EXPECT_EQ(r["cpu"]["model"], *model);
 #endif
   EXPECT_TRUE(r["openblas"]["present"].get<bool>());
   EXPECT_FALSE(r["openblas"]["config"].get<std::string>().empty());
