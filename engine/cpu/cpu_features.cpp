@@ -5,6 +5,10 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace kakeya::engine {
 
@@ -15,6 +19,18 @@ uint64_t read_xcr0() {
   uint32_t eax = 0, edx = 0;
   __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
   return (static_cast<uint64_t>(edx) << 32) | eax;
+}
+
+// Asks the kernel for the AMX tile data state (Linux 5.16+, Documentation/arch/x86/xstate.rst):
+// without it the first tile instruction raises SIGILL. True when granted (or already held).
+bool request_amx_tile_data() {
+#if defined(__linux__) && defined(__x86_64__)
+  constexpr long kArchReqXcompPerm = 0x1023;  // ARCH_REQ_XCOMP_PERM, <asm/prctl.h>
+  constexpr long kXfeatureXtiledata = 18;     // XFEATURE_XTILEDATA
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
 }
 #endif
 
@@ -38,11 +54,12 @@ CpuFeatures detect() {
   const bool cpu_avx = (c & (1u << 28)) != 0;
   const bool cpu_fma = (c & (1u << 12)) != 0;
   const bool cpu_f16c = (c & (1u << 29)) != 0;
-  bool ymm_ok = false, zmm_ok = false;
+  bool ymm_ok = false, zmm_ok = false, tile_ok = false;
   if (osxsave) {
     const uint64_t xcr0 = read_xcr0();
     ymm_ok = (xcr0 & 0x6) == 0x6;      // XMM + YMM state
     zmm_ok = (xcr0 & 0xE6) == 0xE6;    // + opmask, ZMM_Hi256, Hi16_ZMM
+    tile_ok = (xcr0 & 0x60000) == 0x60000;  // XTILECFG + XTILEDATA
   }
   f.avx = cpu_avx && ymm_ok;
   f.fma = cpu_fma && f.avx;
@@ -54,6 +71,8 @@ CpuFeatures detect() {
     f.avx512bw = f.avx512f && (b & (1u << 30)) != 0;
     f.avx512vl = f.avx512f && (b & (1u << 31)) != 0;
     f.avx512vnni = f.avx512f && (c & (1u << 11)) != 0;
+    const bool cpu_amx_bf16 = (d & (1u << 22)) != 0 && (d & (1u << 24)) != 0;  // AMX-BF16, AMX-TILE
+    f.amx_bf16 = f.avx512f && tile_ok && cpu_amx_bf16 && request_amx_tile_data();
     const unsigned max_subleaf = a;
     if (max_subleaf >= 1) {
       __cpuid_count(7, 1, a, b, c, d);
@@ -97,6 +116,7 @@ std::string CpuFeatures::to_string() const {
   add(avx512vl, "avx512vl");
   add(avx512vnni, "avx512vnni");
   add(avx512bf16, "avx512bf16");
+  add(amx_bf16, "amx_bf16");
   add(neon, "neon");
   return s;
 }

@@ -15,7 +15,13 @@ struct CpuFeatures {
   bool avx512bw = false;
   bool avx512vl = false;
   bool avx512vnni = false;
-  bool avx512bf16 = false;  // vdpbf16ps (the AVX-512 GEMM's BF16 kernel)
+  bool avx512bf16 = false;  // vdpbf16ps (the AVX-512 GEMM's BF16 kernel on AMD CPUs)
+  // AMX-TILE + AMX-BF16 (tdpbf16ps, Intel Sapphire Rapids and later) with the tile state enabled
+  // by the OS (XCR0 bits 17-18) and granted to this process: on Linux (5.16 and later) a process
+  // must ask for the tile data state before its first tile instruction, and detection asks once
+  // (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)); false where it is refused. The
+  // AVX-512 GEMM's BF16 kernel where present (gemm_avx512.cpp).
+  bool amx_bf16 = false;
   bool neon = false;
   std::string brand;   // the CPU's brand string (cpuid 0x80000002..4), "" where there is none
   std::string vendor;  // the cpuid leaf 0 vendor id ("GenuineIntel", "AuthenticAMD"), "" where there is none
