@@ -9,8 +9,8 @@
 // the weights), with the same arithmetic in the same order: gemm_x86.h. Kernel sets are chosen at
 // run time like the decode kernels (quant.h KernelIsa): AVX-512 (F/BW/VL/VNNI), AVX2 (FMA,
 // maddubs), portable. BF16 weights are widened to f32 and multiplied by FMA, except in the AVX-512
-// set on CPUs where vdpbf16ps outruns FMA (AMD Zen 4 and later; slower on the Intel Xeon
-// measured: gemm_avx512.cpp).
+// set on CPUs with AMX (tdpbf16ps tiles, Intel Sapphire Rapids and later) and on CPUs where
+// vdpbf16ps outruns FMA (AMD Zen 4 and later; slower on the Intel Xeon measured): gemm_avx512.cpp.
 //
 // Arithmetic (docs/tensor-types.md, "Batched matmul"):
 //   * Q4_0, Q8_0 (packed layout), Q4_K, Q6_K: int8 GEMM over the activations of the decode path
@@ -78,6 +78,11 @@ class GemmScratch {
 // BF16, Q4_0, Q8_0, Q4_K, Q6_K in the AVX sets); the other types, and every type in the portable
 // set, run each token through the decode kernels (weight tiles reused from cache).
 bool has_gemm_kernel(GgmlType type);
+// True when the active set's GEMM for `type` keeps a call's outputs in AMX tile registers for the
+// whole of k (BF16 on CPUs with AMX-BF16), so a call of many rows × tokens costs no more than
+// several smaller ones: the backend bounds the others' calls so that their outputs, swept once
+// per block of k, stay in L2 (cpu_matmul.cpp).
+bool gemm_holds_outputs_in_tiles(GgmlType type);
 // True when gemm() of the active set gives, for every token, bit for bit what matvec (or
 // matvec_packed when `packed`) gives without being asked to (see the header comment).
 bool gemm_matches_decode(GgmlType type, bool packed);
@@ -104,16 +109,21 @@ struct GemmKernels {
                GemmScratch&);
   void (*gemm_f32)(int64_t, int64_t, int64_t, float, const float*, size_t, const float*, size_t, bool, float*, size_t,
                    GemmScratch&);
-  const char* bf16_path;  // how BF16 weights run: "vdpbf16ps", "fma" or "decode"
+  const char* bf16_path;  // how BF16 weights run: "amx", "vdpbf16ps", "fma" or "decode"
 };
 // REQUIRES: kernel_isa_available(isa). The set matches quant_kernels(isa): its decode kernels
-// are the ones gemm_matches_decode() refers to. The AVX-512 set runs BF16 weights by vdpbf16ps
-// where that outruns FMA (gemm_avx512.cpp: AMD CPUs with AVX512-BF16), else by FMA.
+// are the ones gemm_matches_decode() refers to. The AVX-512 set runs BF16 weights by AMX where
+// the CPU has it (Intel), by vdpbf16ps where that outruns FMA (AMD CPUs with AVX512-BF16), else
+// by FMA (gemm_avx512.cpp).
 const GemmKernels& gemm_kernels(KernelIsa isa);
 
-// The AVX-512 set with BF16 weights run by vdpbf16ps (bf16_dot) or by FMA, regardless of the
-// choice gemm_kernels(KernelIsa::Avx512) makes on this CPU (tests, benches). REQUIRES:
-// kernel_isa_available(KernelIsa::Avx512), and cpu_features().avx512bf16 for bf16_dot.
-const GemmKernels& gemm_avx512_bf16_as(bool bf16_dot);
+// How the AVX-512 set runs BF16 weights: widened to f32 and multiplied by FMA, by vdpbf16ps
+// (AVX512-BF16), or by AMX tdpbf16ps tiles (gemm_avx512.cpp).
+enum class Bf16Gemm { kFma, kDot, kAmx };
+
+// The AVX-512 set with BF16 weights run by `path`, regardless of the choice
+// gemm_kernels(KernelIsa::Avx512) makes on this CPU (tests, benches). REQUIRES:
+// kernel_isa_available(KernelIsa::Avx512); cpu_features().avx512bf16 for kDot, .amx_bf16 for kAmx.
+const GemmKernels& gemm_avx512_bf16_as(Bf16Gemm path);
 
 }  // namespace kakeya::engine

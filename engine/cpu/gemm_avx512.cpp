@@ -1,6 +1,6 @@
 // The AVX-512 GEMM set (gemm_x86.h with 16-lane vectors and VNNI byte products), plus BF16
-// weights by vdpbf16ps on the CPUs where it outruns FMA (functions with that target attribute,
-// entered only after cpu_features().avx512bf16). This file is compiled with AVX-512
+// weights by vdpbf16ps on the CPUs where it outruns FMA and by AMX where the CPU has it (functions
+// with those target attributes, entered only after cpu_features().avx512bf16 / .amx_bf16). This file is compiled with AVX-512
 // F/BW/VL/VNNI flags and entered only through detail::gemm_avx512*() after
 // cpu_features().can_run_avx512().
 // GCC 12 reports its own _mm512_undefined_* placeholders (inside _mm512_cvtph_ps and friends) as
@@ -218,19 +218,139 @@ void bf16_dp_gemm(const GemmWeights& w, int64_t r0, int64_t r1, const Activation
   }
 }
 
-// F32/F16/BF16 weights: widened to f32 and multiplied by FMA, except BF16 by vdpbf16ps when
-// kBf16Dot (REQUIRES: cpu_features().avx512bf16).
-template <bool kBf16Dot>
+// ---- BF16 × BF16 by AMX (tdpbf16ps, Intel SDM vol. 2 and the Intel AMX chapter of the
+// optimization manual): each instruction multiplies a 16 × 32 bf16 tile by a 32 × 16 one into a
+// 16 × 16 f32 tile, every output taking its 32 products a pair at a time, each product exact and
+// each accumulation rounded to nearest even, denormals flushed (in and out). Here the A tiles
+// are 16 weight rows × 32 elements read where they lie, the B tiles 16 pairs × 16 tokens of the
+// activations packed pair-major ([pair][token] dwords, the layout tdpbf16ps takes), and four C
+// tiles hold 32 rows × 32 tokens for the whole of k, so every output is one chain over k in
+// steps of 32 whatever the block of tokens: a block gives bit for bit what its tokens give a few
+// at a time (zero tokens padding a tile change nothing).
+
+#define KAKEYA_AMX_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,amx-tile,amx-bf16")))
+
+// The tile configuration of ldtilecfg, palette 1 (Intel SDM, LDTILECFG): tiles 0-7 of 16 rows ×
+// 64 bytes: 0-3 the C tiles, 4-5 weight rows, 6-7 activation pairs.
+struct alignas(64) AmxTileConfig {
+  uint8_t palette_id = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+};
+
+// Activations of tokens [0, nt) as pairs × tokens: out[p·ld + t] = (x_t[2p], x_t[2p + 1]) for
+// p < pairs (a multiple of 16), 0 past k and for the tokens [nt, ld) (ld a multiple of 16) that
+// pad the last tiles; 16 × 16 dword blocks transposed in registers.
+void amx_pack_activations(const ActivationBuffer* acts, int64_t nt, int64_t k, int64_t pairs, size_t ld,
+                          uint32_t* out) {
+  for (int64_t t0 = 0; t0 < static_cast<int64_t>(ld); t0 += 16) {
+    for (int64_t p0 = 0; p0 < pairs; p0 += 16) {
+      const int64_t elems = std::clamp<int64_t>(k - 2 * p0, 0, 32);
+      const auto live = static_cast<__mmask32>(elems == 32 ? ~0u : (1u << elems) - 1u);
+      __m512 r[16];
+      for (int i = 0; i < 16; ++i)
+        r[i] = t0 + i < nt ? _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(live, acts[t0 + i].bytes.data() + 4 * p0))
+                           : _mm512_setzero_ps();
+      Vec512::transpose(r);
+      for (int q = 0; q < 16; ++q)
+        _mm512_storeu_ps(reinterpret_cast<float*>(out + static_cast<size_t>(p0 + q) * ld + static_cast<size_t>(t0)),
+                         r[q]);
+    }
+  }
+}
+
+// BF16 weights against the BF16 activations of the decode path by AMX (see above).
+// REQUIRES: cpu_features().amx_bf16.
+KAKEYA_AMX_TARGET void bf16_amx_gemm(const GemmWeights& w, int64_t r0, int64_t r1, const ActivationBuffer* acts,
+                                     int64_t m, float* y, size_t ldy, GemmScratch& s) {
+  const int64_t k = w.n, n = r1 - r0;
+  if (n <= 0 || m <= 0) return;
+  if (k == 0) {
+    for (int64_t t = 0; t < m; ++t) std::fill_n(y + static_cast<size_t>(t) * ldy, n, 0.0f);
+    return;
+  }
+  const int64_t full_steps = k / 32, steps = (k + 31) / 32, pairs = 16 * steps;
+  const auto* rows = reinterpret_cast<const uint16_t*>(w.rows) + static_cast<size_t>(r0) * static_cast<size_t>(k);
+  // Tokens in chunks whose packed activations stay within about 1 MiB (L2), so each panel of 32
+  // weight rows, read from memory once per chunk, meets them from cache.
+  const int64_t chunk = std::clamp<int64_t>((int64_t{1} << 20) / (pairs * 4) / 32 * 32, 32, 512);
+  // The rows of a last panel of fewer than 32 rows, and a last step of fewer than 32 elements,
+  // are copied zero-padded: a tile load reads 16 rows × 64 bytes.
+  uint16_t* panel = s.get<uint16_t>(0, static_cast<size_t>(32 * 32 * steps));
+  uint16_t* tail = s.get<uint16_t>(2, 32 * 32);
+  alignas(64) float ct[32 * 32];
+  const AmxTileConfig config;
+  _tile_loadconfig(&config);
+  for (int64_t t0 = 0; t0 < m; t0 += chunk) {
+    const int64_t nt = std::min(chunk, m - t0), ld = (nt + 31) / 32 * 32;
+    uint32_t* ap = s.get<uint32_t>(1, static_cast<size_t>(pairs * ld));
+    amx_pack_activations(acts + t0, nt, k, pairs, static_cast<size_t>(ld), ap);
+    for (int64_t j0 = 0; j0 < n; j0 += 32) {
+      const int64_t nj = std::min<int64_t>(32, n - j0);
+      const uint16_t* a = rows + static_cast<size_t>(j0) * static_cast<size_t>(k);
+      size_t lda = static_cast<size_t>(k);
+      if (nj < 32) {
+        lda = static_cast<size_t>(32 * steps);
+        std::memset(panel, 0, 32 * lda * sizeof(uint16_t));
+        for (int64_t j = 0; j < nj; ++j)
+          std::memcpy(panel + static_cast<size_t>(j) * lda, a + static_cast<size_t>(j) * static_cast<size_t>(k),
+                      static_cast<size_t>(k) * sizeof(uint16_t));
+        a = panel;
+      } else if (full_steps < steps) {
+        std::memset(tail, 0, 32 * 32 * sizeof(uint16_t));
+        for (int64_t j = 0; j < 32; ++j)
+          std::memcpy(tail + 32 * j, a + static_cast<size_t>(j) * lda + static_cast<size_t>(32 * full_steps),
+                      static_cast<size_t>(k - 32 * full_steps) * sizeof(uint16_t));
+      }
+      const size_t a_stride = lda * sizeof(uint16_t), b_stride = static_cast<size_t>(ld) * sizeof(uint32_t);
+      for (int64_t i0 = 0; i0 < nt; i0 += 32) {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+        for (int64_t step = 0; step < steps; ++step) {
+          const bool from_tail = nj == 32 && step >= full_steps;
+          const uint16_t* a0 = from_tail ? tail : a + static_cast<size_t>(32 * step);
+          const size_t stride = from_tail ? 64 : a_stride;
+          const uint32_t* b0 = ap + static_cast<size_t>(16 * step) * static_cast<size_t>(ld) + static_cast<size_t>(i0);
+          _tile_loadd(4, a0, stride);
+          _tile_loadd(5, a0 + 16 * stride / sizeof(uint16_t), stride);
+          _tile_loadd(6, b0, b_stride);
+          _tile_loadd(7, b0 + 16, b_stride);
+          _tile_dpbf16ps(0, 4, 6);
+          _tile_dpbf16ps(1, 4, 7);
+          _tile_dpbf16ps(2, 5, 6);
+          _tile_dpbf16ps(3, 5, 7);
+        }
+        // The four C tiles as ct[row][token] (32 × 32), then into y transposed.
+        _tile_stored(0, ct, 128);
+        _tile_stored(1, ct + 16, 128);
+        _tile_stored(2, ct + 16 * 32, 128);
+        _tile_stored(3, ct + 16 * 32 + 16, 128);
+        store_transposed<Vec512>(ct, 32, nj, std::min<int64_t>(32, nt - i0),
+                                 y + static_cast<size_t>(t0 + i0) * ldy + static_cast<size_t>(j0), ldy);
+      }
+    }
+  }
+  _tile_release();
+}
+
+// F32/F16/BF16 weights: widened to f32 and multiplied by FMA, except BF16 by vdpbf16ps (kDot,
+// REQUIRES: cpu_features().avx512bf16) or AMX (kAmx, REQUIRES: cpu_features().amx_bf16).
+template <Bf16Gemm kBf16>
 void avx512_floats(const GemmWeights& w, int64_t r0, int64_t r1, const ActivationBuffer* acts, int64_t n_tokens,
                    float* y, size_t ldy, GemmScratch& s) {
-  if (kBf16Dot && w.type == GgmlType::BF16) return bf16_dp_gemm(w, r0, r1, acts, n_tokens, y, ldy, s);
+  if (kBf16 == Bf16Gemm::kDot && w.type == GgmlType::BF16) return bf16_dp_gemm(w, r0, r1, acts, n_tokens, y, ldy, s);
+  if (kBf16 == Bf16Gemm::kAmx && w.type == GgmlType::BF16) return bf16_amx_gemm(w, r0, r1, acts, n_tokens, y, ldy, s);
   float_weights_gemm<Vec512>(w, r0, r1, acts, n_tokens, y, ldy, s);
 }
 
-template <bool kBf16Dot>
+template <Bf16Gemm kBf16>
 void avx512_gemm(const GemmWeights& w, int64_t r0, int64_t r1, const ActivationBuffer* acts, int64_t n_tokens,
                  float* y, size_t ldy, bool decode_exact, GemmScratch& s) {
-  x86_gemm<Vec512>(quant_kernels(KernelIsa::Avx512), avx512_floats<kBf16Dot>, w, r0, r1, acts, n_tokens, y, ldy,
+  x86_gemm<Vec512>(quant_kernels(KernelIsa::Avx512), avx512_floats<kBf16>, w, r0, r1, acts, n_tokens, y, ldy,
                    decode_exact, s);
 }
 
@@ -239,34 +359,50 @@ void avx512_gemm(const GemmWeights& w, int64_t r0, int64_t r1, const ActivationB
 namespace detail {
 
 const GemmKernels& gemm_avx512_fma() {
-  static const GemmKernels k{x86_has_kernel, x86_matches_decode, avx512_gemm<false>, x86_gemm_f32<Vec512>, "fma"};
+  static const GemmKernels k{x86_has_kernel, x86_matches_decode, avx512_gemm<Bf16Gemm::kFma>, x86_gemm_f32<Vec512>,
+                             "fma"};
   return k;
 }
 
 const GemmKernels& gemm_avx512_bf16_dot() {
-  static const GemmKernels k{x86_has_kernel, x86_matches_decode, avx512_gemm<true>, x86_gemm_f32<Vec512>,
+  static const GemmKernels k{x86_has_kernel, x86_matches_decode, avx512_gemm<Bf16Gemm::kDot>, x86_gemm_f32<Vec512>,
                              "vdpbf16ps"};
+  return k;
+}
+
+const GemmKernels& gemm_avx512_bf16_amx() {
+  static const GemmKernels k{x86_has_kernel, x86_matches_decode, avx512_gemm<Bf16Gemm::kAmx>, x86_gemm_f32<Vec512>,
+                             "amx"};
   return k;
 }
 
 // vdpbf16ps runs the BF16 GEMM on AMD CPUs with AVX512-BF16 (Zen 4 and later), where it issues at
 // the FMA rate with two products per lane: bench/roofline.h on the 2-core EPYC VM measured
-// vdpbf16ps zmm at 231.8 GOP/s against 115.4 for vfmadd231ps, one core. Elsewhere BF16 is widened
-// to f32 and run by FMA: on the Intel Xeon VM measured, vdpbf16ps peaked at half the FMA rate
-// (110 vs 236 GOP/s per core) and BF16 prefill of synth TinyLlama ran 41 tok/s through it against
-// 52-53 through FMA. A fixed rule rather than a timing at start-up, so that the choice (and the
-// rounding it brings) is the same in every run on a machine.
-static bool bf16_dot_preferred(const CpuFeatures& f) { return f.avx512bf16 && f.amd(); }
+// vdpbf16ps zmm at 231.8 GOP/s against 115.4 for vfmadd231ps, one core. On Intel CPUs with AMX
+// (Sapphire Rapids and later) AMX runs it. Elsewhere BF16 is widened to f32 and run by FMA: on the
+// Intel Xeon VM measured, vdpbf16ps peaked at half the FMA rate (110 vs 236 GOP/s per core) and
+// BF16 prefill of synth TinyLlama ran 41 tok/s through it against 52-53 through FMA. A fixed rule
+// rather than a timing at start-up, so that the choice (and the rounding it brings) is the same in
+// every run on a machine.
+static Bf16Gemm bf16_gemm_preferred(const CpuFeatures& f) {
+  if (f.amx_bf16) return Bf16Gemm::kAmx;
+  return f.avx512bf16 && f.amd() ? Bf16Gemm::kDot : Bf16Gemm::kFma;
+}
 
 const GemmKernels& gemm_avx512() {
-  static const GemmKernels& k = bf16_dot_preferred(cpu_features()) ? gemm_avx512_bf16_dot() : gemm_avx512_fma();
+  static const GemmKernels& k = gemm_avx512_bf16_as(bf16_gemm_preferred(cpu_features()));
   return k;
 }
 
 }  // namespace detail
 
-const GemmKernels& gemm_avx512_bf16_as(bool bf16_dot) {
-  return bf16_dot ? detail::gemm_avx512_bf16_dot() : detail::gemm_avx512_fma();
+const GemmKernels& gemm_avx512_bf16_as(Bf16Gemm path) {
+  switch (path) {
+    case Bf16Gemm::kDot: return detail::gemm_avx512_bf16_dot();
+    case Bf16Gemm::kAmx: return detail::gemm_avx512_bf16_amx();
+    case Bf16Gemm::kFma: break;
+  }
+  return detail::gemm_avx512_fma();
 }
 
 }  // namespace kakeya::engine

@@ -14,6 +14,7 @@ const GemmKernels& gemm_avx2();    // gemm_avx2.cpp; call only when the CPU can 
 const GemmKernels& gemm_avx512();  // gemm_avx512.cpp; call only when the CPU can run it
 const GemmKernels& gemm_avx512_fma();        // its BF16 weights by FMA
 const GemmKernels& gemm_avx512_bf16_dot();   // its BF16 weights by vdpbf16ps; needs avx512bf16
+const GemmKernels& gemm_avx512_bf16_amx();   // its BF16 weights by AMX tdpbf16ps; needs amx_bf16
 
 // Bytes of weight rows reused across the tokens of gemm_by_decode (about half of a 1 MiB L2).
 inline constexpr size_t kDecodeTileBytes = size_t{256} << 10;

@@ -180,15 +180,23 @@ TEST(Gemm, EveryKernelSetAgreesWithPortableAndWithItsDecodeKernels) {
   }
 }
 
-// BF16 weights both ways the AVX-512 set can run them (vdpbf16ps where the CPU has AVX512-BF16,
-// FMA of widened weights), whichever gemm_kernels(Avx512) chose here: each against the portable
-// set within f32 summation rounding, with no stray writes past the range.
-TEST(Gemm, Avx512Bf16ByDotAndByFmaAgreeWithPortable) {
+// BF16 weights every way the AVX-512 set can run them here (AMX tiles where the CPU has AMX,
+// vdpbf16ps where it has AVX512-BF16, FMA of widened weights), whichever gemm_kernels(Avx512)
+// chose: each against the portable set within f32 summation rounding, with no stray writes past
+// the range (k of 35 and 600 leave a last AMX step of 3 and 24 elements; rows [5, 41) a last
+// panel of 4 rows).
+std::vector<Bf16Gemm> bf16_paths_here() {
+  std::vector<Bf16Gemm> paths = {Bf16Gemm::kFma};
+  if (cpu_features().avx512bf16) paths.push_back(Bf16Gemm::kDot);
+  if (cpu_features().amx_bf16) paths.push_back(Bf16Gemm::kAmx);
+  return paths;
+}
+
+TEST(Gemm, Avx512Bf16ByEveryPathAgreesWithPortable) {
   if (!kernel_isa_available(KernelIsa::Avx512)) GTEST_SKIP() << "this CPU cannot run the AVX-512 set";
-  std::vector<bool> paths = {false};
-  if (cpu_features().avx512bf16) paths.push_back(true);
-  EXPECT_EQ(std::string(gemm_kernels(KernelIsa::Avx512).bf16_path),
-            cpu_features().avx512bf16 && cpu_features().amd() ? "vdpbf16ps" : "fma");
+  const CpuFeatures& f = cpu_features();
+  EXPECT_STREQ(gemm_kernels(KernelIsa::Avx512).bf16_path,
+               f.amx_bf16 ? "amx" : (f.avx512bf16 && f.amd() ? "vdpbf16ps" : "fma"));
   std::mt19937 rng(17);
   const GemmKernels& portable = gemm_kernels(KernelIsa::Portable);
   for (int64_t n : {35, 600, 2048}) {
@@ -200,11 +208,11 @@ TEST(Gemm, Avx512Bf16ByDotAndByFmaAgreeWithPortable) {
         const auto acts = activations(quant_kernels(KernelIsa::Portable), GgmlType::BF16, n, tokens, rng);
         const size_t ldy = static_cast<size_t>(r1 - r0) + 3;
         const auto want = run_gemm(portable, w, r0, r1, acts, false, ldy);
-        for (bool dot : paths) {
+        for (Bf16Gemm path : bf16_paths_here()) {
+          const GemmKernels& set = gemm_avx512_bf16_as(path);
           SCOPED_TRACE("n=" + std::to_string(n) + " rows [" + std::to_string(r0) + "," + std::to_string(r1) +
-                       ") tokens " + std::to_string(tokens) + (dot ? " vdpbf16ps" : " fma"));
-          const GemmKernels& set = gemm_avx512_bf16_as(dot);
-          EXPECT_STREQ(set.bf16_path, dot ? "vdpbf16ps" : "fma");
+                       ") tokens " + std::to_string(tokens) + " " + set.bf16_path);
+          EXPECT_STREQ(set.bf16_path, path == Bf16Gemm::kAmx ? "amx" : path == Bf16Gemm::kDot ? "vdpbf16ps" : "fma");
           const auto got = run_gemm(set, w, r0, r1, acts, false, ldy);
           EXPECT_LT(rel_diff(got, want), 2e-4);
           EXPECT_GT(rel_diff(want, std::vector<float>(want.size(), 0.0f)), 1e-3) << "the products are not all zero";
@@ -222,14 +230,15 @@ TEST(Gemm, Avx512Bf16ByDotAndByFmaAgreeWithPortable) {
 // block gives every output bit for bit what the same tokens give a few at a time: odd token
 // counts (a last half tile), row ranges that are not whole panels, several k blocks, and no
 // stray writes past the range. BF16 by vdpbf16ps reads whole panels of an even k in place and
-// copies the rest (an odd k, a last panel past the rows): both are here.
+// copies the rest (an odd k, a last panel past the rows): both are here; so is BF16 by AMX where
+// the CPU has it (one chain over k in steps of 32 for any block).
 TEST(Gemm, FloatWeightsGiveTheSameBitsForAnyBlockOfTokens) {
   std::mt19937 rng(23);
   for (KernelIsa isa : simd_sets()) {
     std::vector<const GemmKernels*> sets = {&gemm_kernels(isa)};
     if (isa == KernelIsa::Avx512) {
-      sets = {&gemm_avx512_bf16_as(false)};
-      if (cpu_features().avx512bf16) sets.push_back(&gemm_avx512_bf16_as(true));
+      sets.clear();
+      for (Bf16Gemm path : bf16_paths_here()) sets.push_back(&gemm_avx512_bf16_as(path));
     }
     for (const GemmKernels* set : sets) {
       for (auto [type, n] : {std::pair<GgmlType, int64_t>{GgmlType::F32, 300}, {GgmlType::F16, 520},
@@ -262,6 +271,32 @@ TEST(Gemm, FloatWeightsGiveTheSameBitsForAnyBlockOfTokens) {
       }
     }
   }
+}
+
+// AMX takes the tokens in chunks whose packed activations fit about 1 MiB (64 tokens at k = 8192):
+// outputs of a block spanning three chunks (the last of 22 tokens) are bit for bit those of the
+// same tokens 7 at a time, and agree with the portable set within f32 summation rounding.
+TEST(Gemm, AmxBf16ChunksOfTokensGiveTheSameBits) {
+  if (!kernel_isa_available(KernelIsa::Avx512) || !cpu_features().amx_bf16)
+    GTEST_SKIP() << "this CPU has no AMX-BF16 (or the kernel did not grant the tile state)";
+  std::mt19937 rng(29);
+  const int64_t n = 8192, n_out = 40, tokens = 150;
+  const auto bytes = random_rows(GgmlType::BF16, n, n_out, rng);
+  const GemmWeights w{GgmlType::BF16, n, bytes.data(), nullptr};
+  const auto acts = activations(quant_kernels(KernelIsa::Portable), GgmlType::BF16, n, tokens, rng);
+  const size_t ldy = static_cast<size_t>(n_out) + 2;
+  const GemmKernels& amx = gemm_avx512_bf16_as(Bf16Gemm::kAmx);
+  const auto block = run_gemm(amx, w, 0, n_out, acts, false, ldy);
+  std::vector<float> few(acts.size() * ldy, -7.0f);
+  GemmScratch scratch;
+  for (int64_t t0 = 0; t0 < tokens; t0 += 7) {
+    const int64_t nt = std::min<int64_t>(7, tokens - t0);
+    amx.gemm(w, 0, n_out, acts.data() + t0, nt, few.data() + static_cast<size_t>(t0) * ldy, ldy, false, scratch);
+  }
+  EXPECT_EQ(count_different_bits(block, few), 0u);
+  const auto want = run_gemm(gemm_kernels(KernelIsa::Portable), w, 0, n_out, acts, false, ldy);
+  EXPECT_LT(rel_diff(block, want), 2e-4);
+  EXPECT_GT(rel_diff(want, std::vector<float>(want.size(), 0.0f)), 1e-3) << "the products are not all zero";
 }
 
 // The dedicated kernels are the ones listed; other types go through the decode kernels.
