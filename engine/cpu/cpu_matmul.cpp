@@ -28,7 +28,9 @@ constexpr size_t kGemmTasksPerThread = 4;
 // of a Zen 4 core's). On the Xeon VM, one thread, TinyLlama's fused FFN up+gate (11264 rows x
 // 2048) times 256 tokens in 12 calls (0.9 MiB of outputs each) ran 1.04-1.17x what it ran in 2
 // (5.6 MiB each), `kakeya_kernels_bench --gemm-splits` (bench/README.md). Never fewer than 512
-// rows a task at 256 tokens.
+// rows a task at 256 tokens. Not for BF16 run by AMX, whose outputs stay in tile registers
+// (gemm.h gemm_holds_outputs_in_tiles) and which packs the task's activations once per call: the
+// same product in 22 calls ran 0.89x what it ran in 2 there.
 constexpr size_t kGemmOutputBytes = size_t{512} << 10;
 
 const uint8_t* weight_rows(const Tensor& w) { return static_cast<const CpuBuffer*>(w.buffer)->data() + w.offset; }
@@ -119,7 +121,7 @@ void CpuBackend::matmul_kernels(std::span<const MatmulOut> outs, const Tensor& x
   const size_t blocks = (n + block - 1) / block;
   const size_t target = static_cast<size_t>(pool_.n_threads()) * kGemmTasksPerThread;
   size_t at_least = (target + blocks - 1) / blocks;
-  if (is_float_weight(w0.type) && block >= kGemmTokenUnit) {
+  if (is_float_weight(w0.type) && !gemm_holds_outputs_in_tiles(w0.type) && block >= kGemmTokenUnit) {
     const size_t units_cap = std::max<size_t>(1, kGemmOutputBytes / (block * sizeof(float) * unit));
     at_least = std::max(at_least, (total + units_cap - 1) / units_cap);
   }

@@ -94,6 +94,9 @@ const GemmKernels& gemm_kernels(KernelIsa isa) {
 }
 
 bool has_gemm_kernel(GgmlType type) { return detail::active_gemm().has_kernel(type); }
+bool gemm_holds_outputs_in_tiles(GgmlType type) {
+  return type == GgmlType::BF16 && std::strcmp(detail::active_gemm().bf16_path, "amx") == 0;
+}
 
 bool gemm_matches_decode(GgmlType type, bool packed) { return detail::active_gemm().matches_decode(type, packed); }
 
