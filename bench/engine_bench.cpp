@@ -448,13 +448,12 @@ Result<LlamaDepthRun> llama_batched_bench(const Args& a, const std::string& mode
 }
 
 // The roofline peak (GOP/s at `threads`) a type's GEMM runs on: int8 dot products for the
-// quantized types, f32 FMA for F32/F16, and for BF16 vdpbf16ps where the active GEMM set runs it
-// that way (gemm.h), else f32 FMA (BF16 widened to f32). 0 when not measured.
+// quantized types, f32 FMA for F32/F16, and for BF16 AMX tdpbf16ps or vdpbf16ps where the active
+// GEMM set runs it that way (gemm.h), else f32 FMA (BF16 widened to f32). 0 when not measured.
 double roofline_peak_for(const json& roofline, const std::string& type, int threads) {
-  const bool bf16_dot = std::string(gemm_kernels(active_kernel_isa()).bf16_path) == "vdpbf16ps";
-  const std::string peak = type == "f32" || type == "f16"   ? "fma_f32"
-                           : type == "bf16"                 ? (bf16_dot ? "bf16_dot" : "fma_f32")
-                                                            : "int8_dot";
+  const std::string peak = type == "f32" || type == "f16" ? "fma_f32"
+                           : type == "bf16" ? roofline::bf16_peak_name(gemm_kernels(active_kernel_isa()).bf16_path)
+                                            : "int8_dot";
   double fma = 0, want = 0;
   for (const json& p : roofline) {
     if (p["threads"] != threads) continue;

@@ -258,9 +258,8 @@ int main(int argc, char** argv) {
         for (int t = 0; t < gemm_tokens; ++t)
           k.quantize_activations(type, xs.data() + static_cast<size_t>(t) * cols, cols, acts[static_cast<size_t>(t)]);
         const std::string unit = type == GgmlType::F32 || type == GgmlType::F16 ? "fma_f32"
-                                 : type == GgmlType::BF16
-                                     ? (std::string(g.bf16_path) == "vdpbf16ps" ? "bf16_dot" : "fma_f32")
-                                     : "int8_dot";
+                                 : type == GgmlType::BF16 ? roofline::bf16_peak_name(g.bf16_path)
+                                                          : "int8_dot";
         GemmScratch scratch;
         for (const char* layout : {"row-major", "packed"}) {
           const bool is_packed = std::string(layout) == "packed";

@@ -8,7 +8,9 @@
 //   fma_f32    vfmadd231ps on the active kernel set's vectors (16 lanes AVX-512, 8 lanes AVX2):
 //              2 FLOP per lane (F32/F16 weights; BF16 where the CPU lacks AVX512-BF16)
 //   bf16_dot   vdpbf16ps zmm (AVX512-BF16): 16 lanes × 2 bf16 products, 64 FLOP per instruction
-//              (BF16 weights where present)
+//              (BF16 weights on AMD CPUs that have it)
+//   amx_bf16   tdpbf16ps (AMX-BF16): 16 × 16 outputs × 32 bf16 products, 16384 FLOP per
+//              instruction, four C tiles in flight (BF16 weights where present)
 //   int8_dot   vpdpbusd zmm (AVX512-VNNI): 64 u8·s8 products, 128 ops per instruction; on an
 //              AVX2-only CPU the maddubs + madd + add sequence of the AVX2 kernels (32 products)
 //              (Q8_0 and the K/legacy types)
@@ -19,6 +21,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -112,8 +115,51 @@ __attribute__((target("avx2"))) inline float maddubs256(int64_t iters) {
   return static_cast<float>(s);
 }
 
+// AMX tdpbf16ps into four C tiles from two A and two B tiles, as the engine's BF16 kernel steps
+// (gemm_avx512.cpp); the tile configuration (palette 1, tiles 0-7 of 16 rows × 64 bytes) is this
+// thread's own. REQUIRES: cpu_features().amx_bf16 (the tile state granted).
+__attribute__((target("amx-tile,amx-bf16"))) inline float amx_bf16(int64_t iters) {
+  alignas(64) uint8_t config[64] = {};
+  config[0] = 1;
+  for (int t = 0; t < 8; ++t) {
+    config[16 + 2 * t] = 64;  // colsb, little-endian uint16
+    config[48 + t] = 16;      // rows
+  }
+  alignas(64) uint16_t a[16 * 32], b[16 * 32];
+  std::fill(std::begin(a), std::end(a), uint16_t{0x3f80});  // bf16 1.0
+  std::fill(std::begin(b), std::end(b), uint16_t{0x3380});  // bf16 ~6e-8
+  _tile_loadconfig(config);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_loadd(4, a, 64);
+  _tile_loadd(5, a, 64);
+  _tile_loadd(6, b, 64);
+  _tile_loadd(7, b, 64);
+  for (int64_t i = 0; i < iters; ++i) {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  alignas(64) float c[16 * 16];
+  float s = 0;
+  _tile_stored(0, c, 64);
+  for (float v : c) s += v;
+  _tile_stored(3, c, 64);
+  for (float v : c) s += v;
+  _tile_release();
+  return s;
+}
+
+// The peak a BF16 GEMM path (GemmKernels::bf16_path) runs on.
+inline std::string bf16_peak_name(const std::string& bf16_path) {
+  return bf16_path == "amx" ? "amx_bf16" : bf16_path == "vdpbf16ps" ? "bf16_dot" : "fma_f32";
+}
+
 struct Peak {
-  std::string name;         // "fma_f32", "bf16_dot", "int8_dot"
+  std::string name;         // "fma_f32", "bf16_dot", "amx_bf16", "int8_dot"
   std::string instruction;  // what was measured
   double ops_per_iter = 0;  // multiply-add ops (2 per product) of one round of kChains instructions
   float (*loop)(int64_t) = nullptr;
@@ -128,6 +174,7 @@ inline std::vector<Peak> peaks(KernelIsa isa = active_kernel_isa()) {
     case KernelIsa::Avx512:
       p.push_back({"fma_f32", "vfmadd231ps zmm", kChains * 16 * 2.0, fma512});
       if (f.avx512bf16) p.push_back({"bf16_dot", "vdpbf16ps zmm", kChains * 32 * 2.0, bf16dot512});
+      if (f.amx_bf16) p.push_back({"amx_bf16", "tdpbf16ps", 4 * 16 * 16 * 32 * 2.0, amx_bf16});
       p.push_back({"int8_dot", "vpdpbusd zmm", kChains * 64 * 2.0, vnni512});
       break;
     case KernelIsa::Avx2:
