@@ -1,8 +1,8 @@
 // The AVX-512 GEMM set (gemm_x86.h with 16-lane vectors and VNNI byte products), plus BF16
 // weights by vdpbf16ps on the CPUs where it outruns FMA and by AMX where the CPU has it (functions
-// with those target attributes, entered only after cpu_features().avx512bf16 / .amx_bf16). This file is compiled with AVX-512
-// F/BW/VL/VNNI flags and entered only through detail::gemm_avx512*() after
-// cpu_features().can_run_avx512().
+// with those target attributes, entered only after cpu_features().avx512bf16 / .amx_bf16). This
+// file is compiled with AVX-512 F/BW/VL/VNNI flags and entered only through
+// detail::gemm_avx512*() after cpu_features().can_run_avx512().
 // GCC 12 reports its own _mm512_undefined_* placeholders (inside _mm512_cvtph_ps and friends) as
 // (maybe-)uninitialized once inlined; the intrinsics overwrite every lane.
 #if defined(__GNUC__) && !defined(__clang__)
