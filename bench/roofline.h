@@ -28,6 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/cpu/amx_tiles.h"
 #include "engine/cpu/cpu_features.h"
 #include "engine/cpu/quant.h"
 
@@ -116,19 +117,14 @@ __attribute__((target("avx2"))) inline float maddubs256(int64_t iters) {
 }
 
 // AMX tdpbf16ps into four C tiles from two A and two B tiles, as the engine's BF16 kernel steps
-// (gemm_avx512.cpp); the tile configuration (palette 1, tiles 0-7 of 16 rows × 64 bytes) is this
-// thread's own. REQUIRES: cpu_features().amx_bf16 (the tile state granted).
+// (gemm_avx512.cpp), with the engine's tile configuration (engine/cpu/amx_tiles.h) loaded on this
+// thread. REQUIRES: cpu_features().amx_bf16 (the tile state granted).
 __attribute__((target("amx-tile,amx-bf16"))) inline float amx_bf16(int64_t iters) {
-  alignas(64) uint8_t config[64] = {};
-  config[0] = 1;
-  for (int t = 0; t < 8; ++t) {
-    config[16 + 2 * t] = 64;  // colsb, little-endian uint16
-    config[48 + t] = 16;      // rows
-  }
+  const AmxTileConfig config;
   alignas(64) uint16_t a[16 * 32], b[16 * 32];
   std::fill(std::begin(a), std::end(a), uint16_t{0x3f80});  // bf16 1.0
   std::fill(std::begin(b), std::end(b), uint16_t{0x3380});  // bf16 ~6e-8
-  _tile_loadconfig(config);
+  _tile_loadconfig(&config);
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);

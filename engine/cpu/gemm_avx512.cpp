@@ -10,6 +10,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
+#include "engine/cpu/amx_tiles.h"
 #include "engine/cpu/cpu_features.h"
 #include "engine/cpu/gemm_x86.h"
 
@@ -230,16 +231,6 @@ void bf16_dp_gemm(const GemmWeights& w, int64_t r0, int64_t r1, const Activation
 
 #define KAKEYA_AMX_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,amx-tile,amx-bf16")))
 
-// The tile configuration of ldtilecfg, palette 1 (Intel SDM, LDTILECFG): tiles 0-7 of 16 rows ×
-// 64 bytes: 0-3 the C tiles, 4-5 weight rows, 6-7 activation pairs.
-struct alignas(64) AmxTileConfig {
-  uint8_t palette_id = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
-  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
-};
-
 // Activations of tokens [0, nt) as pairs × tokens: out[p·ld + t] = (x_t[2p], x_t[2p + 1]) for
 // p < pairs (a multiple of 16), 0 past k and for the tokens [nt, ld) (ld a multiple of 16) that
 // pad the last tiles; 16 × 16 dword blocks transposed in registers.
@@ -281,6 +272,7 @@ KAKEYA_AMX_TARGET void bf16_amx_gemm(const GemmWeights& w, int64_t r0, int64_t r
   uint16_t* panel = s.get<uint16_t>(0, static_cast<size_t>(32 * 32 * steps));
   uint16_t* tail = s.get<uint16_t>(2, 32 * 32);
   alignas(64) float ct[32 * 32];
+  // Tiles 0-3 the C tiles, 4-5 weight rows, 6-7 activation pairs (amx_tiles.h).
   const AmxTileConfig config;
   _tile_loadconfig(&config);
   for (int64_t t0 = 0; t0 < m; t0 += chunk) {
