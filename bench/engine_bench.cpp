@@ -447,13 +447,13 @@ Result<LlamaDepthRun> llama_batched_bench(const Args& a, const std::string& mode
   return r;
 }
 
-// The roofline peak (GOP/s at `threads`) a type's GEMM runs on: int8 dot products for the
-// quantized types, f32 FMA for F32/F16, and for BF16 AMX tdpbf16ps or vdpbf16ps where the active
-// GEMM set runs it that way (gemm.h), else f32 FMA (BF16 widened to f32). 0 when not measured.
+// The roofline peak (GOP/s at `threads`) a type's GEMM runs on in the active set
+// (roofline::gemm_peak_name: int8 dot products for the quantized types, AMX for BF16 and F16
+// where the set runs them by tiles, vdpbf16ps for BF16 where it runs that, else f32 FMA); the
+// FMA peak when that one was not measured, 0 when neither was.
 double roofline_peak_for(const json& roofline, const std::string& type, int threads) {
-  const std::string peak = type == "f32" || type == "f16" ? "fma_f32"
-                           : type == "bf16" ? roofline::bf16_peak_name(gemm_kernels(active_kernel_isa()).bf16_path)
-                                            : "int8_dot";
+  const Result<GgmlType> t = ggml_type_from_name(type.c_str());
+  const std::string peak = t.ok() ? roofline::gemm_peak_name(*t, gemm_kernels(active_kernel_isa())) : "fma_f32";
   double fma = 0, want = 0;
   for (const json& p : roofline) {
     if (p["threads"] != threads) continue;

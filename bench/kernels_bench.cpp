@@ -257,9 +257,7 @@ int main(int argc, char** argv) {
         std::vector<ActivationBuffer> acts(static_cast<size_t>(gemm_tokens));
         for (int t = 0; t < gemm_tokens; ++t)
           k.quantize_activations(type, xs.data() + static_cast<size_t>(t) * cols, cols, acts[static_cast<size_t>(t)]);
-        const std::string unit = type == GgmlType::F32 || type == GgmlType::F16 ? "fma_f32"
-                                 : type == GgmlType::BF16 ? roofline::bf16_peak_name(g.bf16_path)
-                                                          : "int8_dot";
+        const std::string unit = roofline::gemm_peak_name(type, g);
         GemmScratch scratch;
         for (const char* layout : {"row-major", "packed"}) {
           const bool is_packed = std::string(layout) == "packed";

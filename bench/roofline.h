@@ -11,6 +11,9 @@
 //              (BF16 weights on AMD CPUs that have it)
 //   amx_bf16   tdpbf16ps (AMX-BF16): 16 × 16 outputs × 32 bf16 products, 16384 FLOP per
 //              instruction, four C tiles in flight (BF16 weights where present)
+//   amx_f16    the same loop counted as F16 products: the AMX F16 GEMM takes four tdpbf16ps per
+//              F16 product (each value as two BF16 parts, gemm_avx512.cpp), so 4096 FLOP per
+//              instruction (F16 weights where AMX-BF16 is present)
 //   int8_dot   vpdpbusd zmm (AVX512-VNNI): 64 u8·s8 products, 128 ops per instruction; on an
 //              AVX2-only CPU the maddubs + madd + add sequence of the AVX2 kernels (32 products)
 //              (Q8_0 and the K/legacy types)
@@ -30,6 +33,7 @@
 
 #include "engine/cpu/amx_tiles.h"
 #include "engine/cpu/cpu_features.h"
+#include "engine/cpu/gemm.h"
 #include "engine/cpu/quant.h"
 
 // GCC 12 reports its own _mm512_undefined_* placeholders (inside the set1/reduce intrinsics) as
@@ -149,13 +153,21 @@ __attribute__((target("amx-tile,amx-bf16"))) inline float amx_bf16(int64_t iters
   return s;
 }
 
-// The peak a BF16 GEMM path (GemmKernels::bf16_path) runs on.
-inline std::string bf16_peak_name(const std::string& bf16_path) {
-  return bf16_path == "amx" ? "amx_bf16" : bf16_path == "vdpbf16ps" ? "bf16_dot" : "fma_f32";
+// The peak the GEMM of weights `type` runs on in kernel set `g` (gemm.h): int8 dot products for
+// the quantized types; for BF16 and F16 the path the set takes (GemmKernels::bf16_path, f16_path);
+// f32 FMA otherwise.
+inline std::string gemm_peak_name(GgmlType type, const GemmKernels& g) {
+  const std::string bf16 = g.bf16_path, f16 = g.f16_path;
+  switch (type) {
+    case GgmlType::F32: return "fma_f32";
+    case GgmlType::F16: return f16 == "amx" ? "amx_f16" : "fma_f32";
+    case GgmlType::BF16: return bf16 == "amx" ? "amx_bf16" : bf16 == "vdpbf16ps" ? "bf16_dot" : "fma_f32";
+    default: return "int8_dot";
+  }
 }
 
 struct Peak {
-  std::string name;         // "fma_f32", "bf16_dot", "amx_bf16", "int8_dot"
+  std::string name;         // "fma_f32", "bf16_dot", "amx_bf16", "amx_f16", "int8_dot"
   std::string instruction;  // what was measured
   double ops_per_iter = 0;  // multiply-add ops (2 per product) of one round of kChains instructions
   float (*loop)(int64_t) = nullptr;
@@ -170,7 +182,10 @@ inline std::vector<Peak> peaks(KernelIsa isa = active_kernel_isa()) {
     case KernelIsa::Avx512:
       p.push_back({"fma_f32", "vfmadd231ps zmm", kChains * 16 * 2.0, fma512});
       if (f.avx512bf16) p.push_back({"bf16_dot", "vdpbf16ps zmm", kChains * 32 * 2.0, bf16dot512});
-      if (f.amx_bf16) p.push_back({"amx_bf16", "tdpbf16ps", 4 * 16 * 16 * 32 * 2.0, amx_bf16});
+      if (f.amx_bf16) {
+        p.push_back({"amx_bf16", "tdpbf16ps", 4 * 16 * 16 * 32 * 2.0, amx_bf16});
+        p.push_back({"amx_f16", "tdpbf16ps, 4 per F16 product", 4 * 16 * 16 * 32 * 2.0 / 4, amx_bf16});
+      }
       p.push_back({"int8_dot", "vpdpbusd zmm", kChains * 64 * 2.0, vnni512});
       break;
     case KernelIsa::Avx2:

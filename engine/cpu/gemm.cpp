@@ -78,7 +78,7 @@ const GemmKernels& active_gemm() {
 
 const GemmKernels& gemm_portable() {
   static const GemmKernels k{portable_has_kernel, portable_matches_decode, portable_gemm, portable_gemm_f32,
-                             "decode"};
+                             "decode", "decode"};
   return k;
 }
 
@@ -95,7 +95,9 @@ const GemmKernels& gemm_kernels(KernelIsa isa) {
 
 bool has_gemm_kernel(GgmlType type) { return detail::active_gemm().has_kernel(type); }
 bool gemm_holds_outputs_in_tiles(GgmlType type) {
-  return type == GgmlType::BF16 && std::strcmp(detail::active_gemm().bf16_path, "amx") == 0;
+  const GemmKernels& g = detail::active_gemm();
+  return (type == GgmlType::BF16 && std::strcmp(g.bf16_path, "amx") == 0) ||
+         (type == GgmlType::F16 && std::strcmp(g.f16_path, "amx") == 0);
 }
 
 bool gemm_matches_decode(GgmlType type, bool packed) { return detail::active_gemm().matches_decode(type, packed); }

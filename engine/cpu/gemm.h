@@ -79,7 +79,7 @@ class GemmScratch {
 // set, run each token through the decode kernels (weight tiles reused from cache).
 bool has_gemm_kernel(GgmlType type);
 // True when the active set's GEMM for `type` keeps a call's outputs in AMX tile registers for the
-// whole of k (BF16 on CPUs with AMX-BF16), so a call of many rows × tokens costs no more than
+// whole of k (BF16 and F16 on CPUs with AMX-BF16), so a call of many rows × tokens costs no more than
 // several smaller ones: the backend bounds the others' calls so that their outputs, swept once
 // per block of k, stay in L2 (cpu_matmul.cpp).
 bool gemm_holds_outputs_in_tiles(GgmlType type);
@@ -110,15 +110,18 @@ struct GemmKernels {
   void (*gemm_f32)(int64_t, int64_t, int64_t, float, const float*, size_t, const float*, size_t, bool, float*, size_t,
                    GemmScratch&);
   const char* bf16_path;  // how BF16 weights run: "amx", "vdpbf16ps", "fma" or "decode"
+  const char* f16_path;   // how F16 weights run: "amx" (BF16 hi/lo parts), "fma" or "decode"
 };
 // REQUIRES: kernel_isa_available(isa). The set matches quant_kernels(isa): its decode kernels
 // are the ones gemm_matches_decode() refers to. The AVX-512 set runs BF16 weights by AMX where
 // the CPU has it (Intel), by vdpbf16ps where that outruns FMA (AMD CPUs with AVX512-BF16), else
-// by FMA (gemm_avx512.cpp).
+// by FMA; F16 weights by AMX (each F16 value as two BF16 parts) where the CPU has it, else by
+// FMA (gemm_avx512.cpp).
 const GemmKernels& gemm_kernels(KernelIsa isa);
 
 // How the AVX-512 set runs BF16 weights: widened to f32 and multiplied by FMA, by vdpbf16ps
-// (AVX512-BF16), or by AMX tdpbf16ps tiles (gemm_avx512.cpp).
+// (AVX512-BF16), or by AMX tdpbf16ps tiles (gemm_avx512.cpp); the kAmx set runs F16 weights by
+// AMX too, the others by FMA.
 enum class Bf16Gemm { kFma, kDot, kAmx };
 
 // The AVX-512 set with BF16 weights run by `path`, regardless of the choice

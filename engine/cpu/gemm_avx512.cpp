@@ -1,5 +1,6 @@
 // The AVX-512 GEMM set (gemm_x86.h with 16-lane vectors and VNNI byte products), plus BF16
-// weights by vdpbf16ps on the CPUs where it outruns FMA and by AMX where the CPU has it (functions
+// weights by vdpbf16ps on the CPUs where it outruns FMA and BF16 and F16 weights by AMX where the
+// CPU has it (functions
 // with those target attributes, entered only after cpu_features().avx512bf16 / .amx_bf16). This
 // file is compiled with AVX-512 F/BW/VL/VNNI flags and entered only through
 // detail::gemm_avx512*() after cpu_features().can_run_avx512().
@@ -233,23 +234,29 @@ void bf16_dp_gemm(const GemmWeights& w, int64_t r0, int64_t r1, const Activation
 
 // Activations of tokens [0, nt) as pairs × tokens: out[p·ld + t] = (x_t[2p], x_t[2p + 1]) for
 // p < pairs (a multiple of 16), 0 past k and for the tokens [nt, ld) (ld a multiple of 16) that
-// pad the last tiles; 16 × 16 dword blocks transposed in registers.
-void amx_pack_activations(const ActivationBuffer* acts, int64_t nt, int64_t k, int64_t pairs, size_t ld,
-                          uint32_t* out) {
+// pad the last tiles; 16 × 16 dword blocks transposed in registers. load(t, p0, live) gives the
+// 32 bf16 values of token t from element 2·p0 on, those past the mask `live` 0.
+template <class Load>
+void amx_pack_pairs(int64_t nt, int64_t k, int64_t pairs, size_t ld, uint32_t* out, Load load) {
   for (int64_t t0 = 0; t0 < static_cast<int64_t>(ld); t0 += 16) {
     for (int64_t p0 = 0; p0 < pairs; p0 += 16) {
       const int64_t elems = std::clamp<int64_t>(k - 2 * p0, 0, 32);
       const auto live = static_cast<__mmask32>(elems == 32 ? ~0u : (1u << elems) - 1u);
       __m512 r[16];
-      for (int i = 0; i < 16; ++i)
-        r[i] = t0 + i < nt ? _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(live, acts[t0 + i].bytes.data() + 4 * p0))
-                           : _mm512_setzero_ps();
+      for (int i = 0; i < 16; ++i) r[i] = t0 + i < nt ? _mm512_castsi512_ps(load(t0 + i, p0, live)) : _mm512_setzero_ps();
       Vec512::transpose(r);
       for (int q = 0; q < 16; ++q)
         _mm512_storeu_ps(reinterpret_cast<float*>(out + static_cast<size_t>(p0 + q) * ld + static_cast<size_t>(t0)),
                          r[q]);
     }
   }
+}
+
+void amx_pack_activations(const ActivationBuffer* acts, int64_t nt, int64_t k, int64_t pairs, size_t ld,
+                          uint32_t* out) {
+  amx_pack_pairs(nt, k, pairs, ld, out, [&](int64_t t, int64_t p0, __mmask32 live) {
+    return _mm512_maskz_loadu_epi16(live, acts[t].bytes.data() + 4 * p0);
+  });
 }
 
 // BF16 weights against the BF16 activations of the decode path by AMX (see above).
@@ -329,13 +336,134 @@ KAKEYA_AMX_TARGET void bf16_amx_gemm(const GemmWeights& w, int64_t r0, int64_t r
   _tile_release();
 }
 
+// ---- F16 × F16 by AMX. These CPUs have no AMX-FP16 (Granite Rapids adds it), but a finite F16
+// value x splits exactly into two BF16 values: hi, x with its f32 significand cut to its top 8
+// bits, and lo = x − hi, the other 3 of F16's 11 (both normal f32 for every F16, subnormals
+// included, so tdpbf16ps flushes none of them). So x·a = hi_x·hi_a + hi_x·lo_a + lo_x·hi_a +
+// lo_x·lo_a, four exact products, and four tdpbf16ps per step give each F16 product exactly with
+// f32 sums; the activations of F16 weights are F16 (quantize_activations, llama.cpp's vec_dot_type
+// for F16). A non-finite x keeps its inf or NaN in hi and has lo = 0, so an inf meeting a value
+// whose lo part is 0 gives NaN (0 · inf) where FMA gives the inf. Weights are converted 16 rows at
+// a time for each chunk of tokens: that conversion was a quarter of the time of 128 tokens × 2048
+// × 2048 in the kernels bench, before it took both parts from one widening.
+
+// The BF16 hi and lo parts of the 32 F16 values of h, in order. The hi part is the top half of
+// each value widened to f32 (its sign, exponent and top 7 stored significand bits), so both are
+// the odd 16-bit words of f32 vectors.
+struct Bf16Parts {
+  __m512i hi, lo;
+};
+inline Bf16Parts f16_to_bf16_parts(__m512i h) {
+  const __m512i odd_words = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31, 29,
+                                             27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+  const __m512i top = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+  const __m512 x0 = _mm512_cvtph_ps(_mm512_castsi512_si256(h)), x1 = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1));
+  const __m512 lo0 = _mm512_sub_ps(x0, _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x0), top)));
+  const __m512 lo1 = _mm512_sub_ps(x1, _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x1), top)));
+  // F16 inf and NaN (exponent all ones): lo 0.
+  const __mmask32 finite = _mm512_cmpneq_epi16_mask(_mm512_and_si512(h, _mm512_set1_epi16(0x7C00)),
+                                                    _mm512_set1_epi16(0x7C00));
+  return {_mm512_permutex2var_epi16(_mm512_castps_si512(x0), odd_words, _mm512_castps_si512(x1)),
+          _mm512_maskz_mov_epi16(
+              finite, _mm512_permutex2var_epi16(_mm512_castps_si512(lo0), odd_words, _mm512_castps_si512(lo1)))};
+}
+
+// Rows [0, nj) (nj <= 16) of the F16 rows `w` (k elements, ld apart) as `steps` pairs of A tiles
+// of 16 rows × 32 BF16 values, hi then lo: panel[(2·step + part)·512 + row·32 + e]; rows past nj
+// and elements past k 0.
+void f16_amx_panel(const uint16_t* w, size_t ld, int64_t k, int64_t nj, int64_t steps, uint16_t* panel) {
+  for (int64_t step = 0; step < steps; ++step) {
+    const int64_t elems = std::min<int64_t>(32, k - 32 * step);
+    const auto live = static_cast<__mmask32>(elems == 32 ? ~0u : (1u << elems) - 1u);
+    uint16_t* hi = panel + static_cast<size_t>(2 * step) * 512;
+    for (int64_t j = 0; j < 16; ++j) {
+      const __m512i h =
+          j < nj ? _mm512_maskz_loadu_epi16(live, w + static_cast<size_t>(j) * ld + static_cast<size_t>(32 * step))
+                 : _mm512_setzero_si512();
+      const Bf16Parts parts = f16_to_bf16_parts(h);
+      _mm512_storeu_si512(hi + 32 * j, parts.hi);
+      _mm512_storeu_si512(hi + 512 + 32 * j, parts.lo);
+    }
+  }
+}
+
+// F16 weights against the F16 activations of the decode path by AMX (see above): C tiles of 16
+// rows × 32 tokens over the whole of k, so, as for BF16, every output is one chain over k in steps
+// of 32 whatever the block of tokens. REQUIRES: cpu_features().amx_bf16.
+KAKEYA_AMX_TARGET void f16_amx_gemm(const GemmWeights& w, int64_t r0, int64_t r1, const ActivationBuffer* acts,
+                                    int64_t m, float* y, size_t ldy, GemmScratch& s) {
+  const int64_t k = w.n, n = r1 - r0;
+  if (n <= 0 || m <= 0) return;
+  if (k == 0) {
+    for (int64_t t = 0; t < m; ++t) std::fill_n(y + static_cast<size_t>(t) * ldy, n, 0.0f);
+    return;
+  }
+  const int64_t steps = (k + 31) / 32, pairs = 16 * steps;
+  const auto* rows = reinterpret_cast<const uint16_t*>(w.rows) + static_cast<size_t>(r0) * static_cast<size_t>(k);
+  // Tokens in chunks whose packed hi and lo activations stay within about 1 MiB (L2).
+  const int64_t chunk = std::clamp<int64_t>((int64_t{1} << 20) / (pairs * 8) / 32 * 32, 32, 512);
+  uint16_t* panel = s.get<uint16_t>(0, static_cast<size_t>(1024 * steps));
+  alignas(64) float ct[16 * 32];
+  // Tiles 0-1 the C tiles (16 rows × tokens 0-15, 16-31), 2-3 the weights' hi and lo, 4-5 the
+  // activations' hi pairs (tokens 0-15, 16-31), 6-7 their lo pairs (amx_tiles.h).
+  const AmxTileConfig config;
+  _tile_loadconfig(&config);
+  for (int64_t t0 = 0; t0 < m; t0 += chunk) {
+    const int64_t nt = std::min(chunk, m - t0), ld = (nt + 31) / 32 * 32;
+    uint32_t* hi = s.get<uint32_t>(1, static_cast<size_t>(2 * pairs * ld));
+    uint32_t* lo = hi + static_cast<size_t>(pairs * ld);
+    const ActivationBuffer* a = acts + t0;
+    amx_pack_pairs(nt, k, pairs, static_cast<size_t>(ld), hi, [&](int64_t t, int64_t p0, __mmask32 live) {
+      return f16_to_bf16_parts(_mm512_maskz_loadu_epi16(live, a[t].bytes.data() + 4 * p0)).hi;
+    });
+    amx_pack_pairs(nt, k, pairs, static_cast<size_t>(ld), lo, [&](int64_t t, int64_t p0, __mmask32 live) {
+      return f16_to_bf16_parts(_mm512_maskz_loadu_epi16(live, a[t].bytes.data() + 4 * p0)).lo;
+    });
+    const size_t b_stride = static_cast<size_t>(ld) * sizeof(uint32_t);
+    for (int64_t j0 = 0; j0 < n; j0 += 16) {
+      const int64_t nj = std::min<int64_t>(16, n - j0);
+      f16_amx_panel(rows + static_cast<size_t>(j0) * static_cast<size_t>(k), static_cast<size_t>(k), k, nj, steps,
+                    panel);
+      for (int64_t i0 = 0; i0 < nt; i0 += 32) {
+        _tile_zero(0);
+        _tile_zero(1);
+        for (int64_t step = 0; step < steps; ++step) {
+          const uint16_t* wt = panel + static_cast<size_t>(step) * 1024;
+          const size_t at = static_cast<size_t>(16 * step) * static_cast<size_t>(ld) + static_cast<size_t>(i0);
+          _tile_loadd(2, wt, 64);
+          _tile_loadd(3, wt + 512, 64);
+          _tile_loadd(4, hi + at, b_stride);
+          _tile_loadd(5, hi + at + 16, b_stride);
+          _tile_loadd(6, lo + at, b_stride);
+          _tile_loadd(7, lo + at + 16, b_stride);
+          _tile_dpbf16ps(0, 2, 4);
+          _tile_dpbf16ps(0, 2, 6);
+          _tile_dpbf16ps(0, 3, 4);
+          _tile_dpbf16ps(0, 3, 6);
+          _tile_dpbf16ps(1, 2, 5);
+          _tile_dpbf16ps(1, 2, 7);
+          _tile_dpbf16ps(1, 3, 5);
+          _tile_dpbf16ps(1, 3, 7);
+        }
+        _tile_stored(0, ct, 128);
+        _tile_stored(1, ct + 16, 128);
+        store_transposed<Vec512>(ct, 32, nj, std::min<int64_t>(32, nt - i0),
+                                 y + static_cast<size_t>(t0 + i0) * ldy + static_cast<size_t>(j0), ldy);
+      }
+    }
+  }
+  _tile_release();
+}
+
 // F32/F16/BF16 weights: widened to f32 and multiplied by FMA, except BF16 by vdpbf16ps (kDot,
-// REQUIRES: cpu_features().avx512bf16) or AMX (kAmx, REQUIRES: cpu_features().amx_bf16).
+// REQUIRES: cpu_features().avx512bf16) and BF16 and F16 by AMX (kAmx, REQUIRES:
+// cpu_features().amx_bf16).
 template <Bf16Gemm kBf16>
 void avx512_floats(const GemmWeights& w, int64_t r0, int64_t r1, const ActivationBuffer* acts, int64_t n_tokens,
                    float* y, size_t ldy, GemmScratch& s) {
   if (kBf16 == Bf16Gemm::kDot && w.type == GgmlType::BF16) return bf16_dp_gemm(w, r0, r1, acts, n_tokens, y, ldy, s);
   if (kBf16 == Bf16Gemm::kAmx && w.type == GgmlType::BF16) return bf16_amx_gemm(w, r0, r1, acts, n_tokens, y, ldy, s);
+  if (kBf16 == Bf16Gemm::kAmx && w.type == GgmlType::F16) return f16_amx_gemm(w, r0, r1, acts, n_tokens, y, ldy, s);
   float_weights_gemm<Vec512>(w, r0, r1, acts, n_tokens, y, ldy, s);
 }
 
@@ -352,19 +480,19 @@ namespace detail {
 
 const GemmKernels& gemm_avx512_fma() {
   static const GemmKernels k{x86_has_kernel, x86_matches_decode, avx512_gemm<Bf16Gemm::kFma>, x86_gemm_f32<Vec512>,
-                             "fma"};
+                             "fma", "fma"};
   return k;
 }
 
 const GemmKernels& gemm_avx512_bf16_dot() {
   static const GemmKernels k{x86_has_kernel, x86_matches_decode, avx512_gemm<Bf16Gemm::kDot>, x86_gemm_f32<Vec512>,
-                             "vdpbf16ps"};
+                             "vdpbf16ps", "fma"};
   return k;
 }
 
 const GemmKernels& gemm_avx512_bf16_amx() {
   static const GemmKernels k{x86_has_kernel, x86_matches_decode, avx512_gemm<Bf16Gemm::kAmx>, x86_gemm_f32<Vec512>,
-                             "amx"};
+                             "amx", "amx"};
   return k;
 }
 

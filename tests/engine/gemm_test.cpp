@@ -299,6 +299,67 @@ TEST(Gemm, AmxBf16ChunksOfTokensGiveTheSameBits) {
   EXPECT_GT(rel_diff(want, std::vector<float>(want.size(), 0.0f)), 1e-3) << "the products are not all zero";
 }
 
+// F16 weights by AMX multiply each F16 value as two BF16 parts (hi, its top 8 significand bits,
+// and lo, the other 3), four tdpbf16ps per step: every product exact. Weights and activations
+// are integers: most products one of up to 11 significant bits (so a lost lo part would show) and
+// one of at most 2, and at elements 3 and 515 both of 11 bits (so a lost lo × lo would show).
+// With k <= 1024 every partial sum in any order is an integer below 2^24 (2 · 2047² + 1022 · 2047
+// · 3), so each output must be the exact sum, bit for bit: the portable set's too. Also the same
+// bits in chunks of tokens as 7 at a time (300 tokens at k = 1024 span two chunks).
+TEST(Gemm, AmxF16ProductsAreExact) {
+  if (!kernel_isa_available(KernelIsa::Avx512) || !cpu_features().amx_bf16)
+    GTEST_SKIP() << "this CPU has no AMX-BF16 (or the kernel did not grant the tile state)";
+  const GemmKernels& amx = gemm_avx512_bf16_as(Bf16Gemm::kAmx);
+  EXPECT_STREQ(amx.f16_path, "amx");
+  EXPECT_STREQ(gemm_avx512_bf16_as(Bf16Gemm::kFma).f16_path, "fma");
+  std::mt19937 rng(31);
+  std::uniform_int_distribution<int> wide(1024, 2047), narrow(-3, 3), sign(0, 1);
+  for (auto [n, tokens] : {std::pair<int64_t, int64_t>{35, 33}, {600, 70}, {1024, 300}}) {
+    const int64_t n_out = 21;
+    // Element i: a wide weight and a narrow activation for even i, the other way round for odd i,
+    // both wide at i % 512 == 3.
+    auto wide_signed = [&] { return static_cast<float>(sign(rng) ? wide(rng) : -wide(rng)); };
+    std::vector<uint16_t> w_bits(static_cast<size_t>(n * n_out));
+    std::vector<std::vector<float>> wf(static_cast<size_t>(n_out), std::vector<float>(static_cast<size_t>(n)));
+    for (int64_t r = 0; r < n_out; ++r)
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = i % 2 == 0 || i % 512 == 3 ? wide_signed() : static_cast<float>(narrow(rng));
+        wf[static_cast<size_t>(r)][static_cast<size_t>(i)] = v;
+        w_bits[static_cast<size_t>(r * n + i)] = fp32_to_fp16(v);
+      }
+    std::vector<ActivationBuffer> acts(static_cast<size_t>(tokens));
+    std::vector<std::vector<float>> xf(acts.size(), std::vector<float>(static_cast<size_t>(n)));
+    for (size_t t = 0; t < acts.size(); ++t) {
+      for (int64_t i = 0; i < n; ++i)
+        xf[t][static_cast<size_t>(i)] = i % 2 == 1 ? wide_signed() : static_cast<float>(narrow(rng));
+      quant_kernels(KernelIsa::Portable).quantize_activations(GgmlType::F16, xf[t].data(), n, acts[t]);
+    }
+    const GemmWeights w{GgmlType::F16, n, reinterpret_cast<const uint8_t*>(w_bits.data()), nullptr};
+    const size_t ldy = static_cast<size_t>(n_out) + 2;
+    SCOPED_TRACE("n=" + std::to_string(n) + " tokens " + std::to_string(tokens));
+    std::vector<float> exact(acts.size() * ldy, -7.0f);
+    for (size_t t = 0; t < acts.size(); ++t)
+      for (int64_t r = 0; r < n_out; ++r) {
+        int64_t sum = 0;
+        for (int64_t i = 0; i < n; ++i)
+          sum += static_cast<int64_t>(wf[static_cast<size_t>(r)][static_cast<size_t>(i)]) *
+                 static_cast<int64_t>(xf[t][static_cast<size_t>(i)]);
+        exact[t * ldy + static_cast<size_t>(r)] = static_cast<float>(sum);
+      }
+    const auto block = run_gemm(amx, w, 0, n_out, acts, false, ldy);
+    EXPECT_EQ(count_different_bits(block, exact), 0u);
+    EXPECT_EQ(count_different_bits(run_gemm(gemm_kernels(KernelIsa::Portable), w, 0, n_out, acts, false, ldy), exact),
+              0u);
+    std::vector<float> few(acts.size() * ldy, -7.0f);
+    GemmScratch scratch;
+    for (int64_t t0 = 0; t0 < tokens; t0 += 7) {
+      const int64_t nt = std::min<int64_t>(7, tokens - t0);
+      amx.gemm(w, 0, n_out, acts.data() + t0, nt, few.data() + static_cast<size_t>(t0) * ldy, ldy, false, scratch);
+    }
+    EXPECT_EQ(count_different_bits(block, few), 0u);
+  }
+}
+
 // The dedicated kernels are the ones listed; other types go through the decode kernels.
 TEST(Gemm, KernelListAndDecodeAgreement) {
   for (KernelIsa isa : simd_sets()) {
