@@ -86,6 +86,18 @@ std::vector<float> run_gemm(const GemmKernels& set, const GemmWeights& w, int64_
   return y;
 }
 
+// run_gemm's frame, the tokens given to `set` 7 at a time (one scratch for all the calls).
+std::vector<float> run_gemm_seven_at_a_time(const GemmKernels& set, const GemmWeights& w, int64_t r0, int64_t r1,
+                                            const std::vector<ActivationBuffer>& acts, size_t ldy) {
+  GemmScratch scratch;
+  std::vector<float> y(acts.size() * ldy, -7.0f);
+  const auto tokens = static_cast<int64_t>(acts.size());
+  for (int64_t t0 = 0; t0 < tokens; t0 += 7)
+    set.gemm(w, r0, r1, acts.data() + t0, std::min<int64_t>(7, tokens - t0), y.data() + static_cast<size_t>(t0) * ldy,
+             ldy, false, scratch);
+  return y;
+}
+
 // What the set's decode kernels give, in the same [tokens][ldy] frame.
 std::vector<float> run_decode(const QuantKernels& k, const GemmWeights& w, int64_t r0, int64_t r1,
                               const std::vector<ActivationBuffer>& acts, size_t ldy) {
@@ -257,13 +269,7 @@ TEST(Gemm, FloatWeightsGiveTheSameBitsForAnyBlockOfTokens) {
             const auto acts = activations(quant_kernels(isa), type, n, tokens, rng);
             const size_t ldy = static_cast<size_t>(r1 - r0) + 3;
             const auto block = run_gemm(*set, w, r0, r1, acts, false, ldy);
-            std::vector<float> few(acts.size() * ldy, -7.0f);
-            GemmScratch scratch;
-            for (int64_t t0 = 0; t0 < tokens; t0 += 7) {
-              const int64_t nt = std::min<int64_t>(7, tokens - t0);
-              set->gemm(w, r0, r1, acts.data() + t0, nt, few.data() + static_cast<size_t>(t0) * ldy, ldy, false,
-                        scratch);
-            }
+            const auto few = run_gemm_seven_at_a_time(*set, w, r0, r1, acts, ldy);
             EXPECT_EQ(count_different_bits(block, few), 0u);
             EXPECT_GT(rel_diff(block, std::vector<float>(block.size(), 0.0f)), 1e-3) << "the products are not all zero";
           }
@@ -287,12 +293,7 @@ TEST(Gemm, AmxBf16ChunksOfTokensGiveTheSameBits) {
   const size_t ldy = static_cast<size_t>(n_out) + 2;
   const GemmKernels& amx = gemm_avx512_bf16_as(Bf16Gemm::kAmx);
   const auto block = run_gemm(amx, w, 0, n_out, acts, false, ldy);
-  std::vector<float> few(acts.size() * ldy, -7.0f);
-  GemmScratch scratch;
-  for (int64_t t0 = 0; t0 < tokens; t0 += 7) {
-    const int64_t nt = std::min<int64_t>(7, tokens - t0);
-    amx.gemm(w, 0, n_out, acts.data() + t0, nt, few.data() + static_cast<size_t>(t0) * ldy, ldy, false, scratch);
-  }
+  const auto few = run_gemm_seven_at_a_time(amx, w, 0, n_out, acts, ldy);
   EXPECT_EQ(count_different_bits(block, few), 0u);
   const auto want = run_gemm(gemm_kernels(KernelIsa::Portable), w, 0, n_out, acts, false, ldy);
   EXPECT_LT(rel_diff(block, want), 2e-4);
@@ -350,12 +351,7 @@ TEST(Gemm, AmxF16ProductsAreExact) {
     EXPECT_EQ(count_different_bits(block, exact), 0u);
     EXPECT_EQ(count_different_bits(run_gemm(gemm_kernels(KernelIsa::Portable), w, 0, n_out, acts, false, ldy), exact),
               0u);
-    std::vector<float> few(acts.size() * ldy, -7.0f);
-    GemmScratch scratch;
-    for (int64_t t0 = 0; t0 < tokens; t0 += 7) {
-      const int64_t nt = std::min<int64_t>(7, tokens - t0);
-      amx.gemm(w, 0, n_out, acts.data() + t0, nt, few.data() + static_cast<size_t>(t0) * ldy, ldy, false, scratch);
-    }
+    const auto few = run_gemm_seven_at_a_time(amx, w, 0, n_out, acts, ldy);
     EXPECT_EQ(count_different_bits(block, few), 0u);
   }
 }
