@@ -73,6 +73,8 @@ CpuFeatures detect() {
     f.avx512vnni = f.avx512f && (c & (1u << 11)) != 0;
     const bool cpu_amx_bf16 = (d & (1u << 22)) != 0 && (d & (1u << 24)) != 0;  // AMX-BF16, AMX-TILE
     f.amx_bf16 = f.avx512f && tile_ok && cpu_amx_bf16 && request_amx_tile_data();
+    const bool cpu_amx_int8 = (d & (1u << 25)) != 0 && (d & (1u << 24)) != 0;  // AMX-INT8, AMX-TILE
+    f.amx_int8 = f.avx512f && tile_ok && cpu_amx_int8 && request_amx_tile_data();
     const unsigned max_subleaf = a;
     if (max_subleaf >= 1) {
       __cpuid_count(7, 1, a, b, c, d);
@@ -117,6 +119,7 @@ std::string CpuFeatures::to_string() const {
   add(avx512vnni, "avx512vnni");
   add(avx512bf16, "avx512bf16");
   add(amx_bf16, "amx_bf16");
+  add(amx_int8, "amx_int8");
   add(neon, "neon");
   return s;
 }

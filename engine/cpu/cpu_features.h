@@ -22,6 +22,9 @@ struct CpuFeatures {
   // (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)); false where it is refused. The
   // AVX-512 GEMM's BF16 kernel where present (gemm_avx512.cpp).
   bool amx_bf16 = false;
+  // AMX-INT8 (tdpbssd and kin, Intel Sapphire Rapids and later) with the tile state as for
+  // amx_bf16: the AVX-512 GEMM's Q4_0 / Q8_0 kernel where present (gemm_avx512.cpp).
+  bool amx_int8 = false;
   bool neon = false;
   std::string brand;   // the CPU's brand string (cpuid 0x80000002..4), "" where there is none
   std::string vendor;  // the cpuid leaf 0 vendor id ("GenuineIntel", "AuthenticAMD"), "" where there is none

@@ -78,7 +78,7 @@ const GemmKernels& active_gemm() {
 
 const GemmKernels& gemm_portable() {
   static const GemmKernels k{portable_has_kernel, portable_matches_decode, portable_gemm, portable_gemm_f32,
-                             "decode", "decode"};
+                             "decode", "decode", "decode"};
   return k;
 }
 

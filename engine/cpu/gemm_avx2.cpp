@@ -17,7 +17,8 @@ void avx2_gemm(const GemmWeights& w, int64_t r0, int64_t r1, const ActivationBuf
 namespace detail {
 
 const GemmKernels& gemm_avx2() {
-  static const GemmKernels k{x86_has_kernel, x86_matches_decode, avx2_gemm, x86_gemm_f32<Vec256>, "fma", "fma"};
+  static const GemmKernels k{x86_has_kernel, x86_matches_decode, avx2_gemm, x86_gemm_f32<Vec256>, "fma", "fma",
+                             "maddubs"};
   return k;
 }
 

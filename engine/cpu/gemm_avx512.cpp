@@ -457,6 +457,161 @@ KAKEYA_AMX_TARGET void f16_amx_gemm(const GemmWeights& w, int64_t r0, int64_t r1
   _tile_release();
 }
 
+// ---- Q4_0 / Q8_0 by AMX (tdpbssd, AMX-INT8): each instruction multiplies a 16 × 32 tile of
+// signed bytes by a 32 × 16 one into a 16 × 16 int32 tile, every sum exact. One Q8_0 block (32
+// elements, one scale per row and per token) is one instruction's k, so a C tile holds one
+// block's integer sums of 16 tokens × 16 rows: exactly the int32 sums the VNNI kernels reach by
+// vpdpbusd (Σ qw·qa; for Q4_0 Σ (nibble − 8)·qa), which then take the decode kernels' f32
+// operations in the same order, per row and token: Q8_0 s += sumi·(dw·da) rounded, Q4_0 s =
+// fma(sumi, dw·da, s). So every output is bit for bit what matvec_packed gives
+// (gemm_matches_decode). Here the A tiles are 16 tokens × one block of their activations (packed
+// [tile][block][token][32]), the B tiles one block of a packed group's 16 rows: the packed layout
+// (quant.h) is already the tile's, 4 bytes of 16 rows per 64-byte line, read in place for Q8_0;
+// Q4_0's nibbles are widened to signed bytes (− 8) once per group and chunk of tokens.
+
+#define KAKEYA_AMX_INT8_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,amx-tile,amx-int8")))
+
+// Blocks [0, nb) of a packed Q4_0 group as B tiles: panel[b·512 + c·64 + 4·row + e] = element
+// 4c + e of block b of the row, minus 8 (chunks c < 4 from the low nibbles, 4-7 the high ones).
+void q4_0_amx_panel(const uint8_t* group, int64_t nb, int8_t* panel) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* q = group + detail::packed_quants_offset(GgmlType::Q4_0, b);
+    int8_t* out = panel + b * 512;
+    for (int c = 0; c < 4; ++c) {
+      const __m512i v = _mm512_loadu_si512(q + 64 * c);
+      _mm512_storeu_si512(out + 64 * c, _mm512_sub_epi8(_mm512_and_si512(v, low4), eight));
+      _mm512_storeu_si512(out + 256 + 64 * c, _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), low4), eight));
+    }
+  }
+}
+
+// Tokens [0, nt) of Q8_0 activations as A tiles of 16 tokens: out[(tile·nb + b)·512 + i·32 + e]
+// = qs[e] of block b of token 16·tile + i, and da[(tile·nb + b)·16 + i] its scale as f32; the
+// tokens that pad the last tile 0.
+void amx_pack_q8_0(const ActivationBuffer* acts, int64_t nt, int64_t nb, int8_t* out, float* da) {
+  const int64_t tiles = (nt + 15) / 16;
+  for (int64_t tile = 0; tile < tiles; ++tile)
+    for (int64_t i = 0; i < 16; ++i) {
+      const int64_t t = 16 * tile + i;
+      const auto* blocks = t < nt ? reinterpret_cast<const BlockQ8_0*>(acts[t].bytes.data()) : nullptr;
+      for (int64_t b = 0; b < nb; ++b) {
+        const size_t at = static_cast<size_t>(tile * nb + b);
+        if (blocks != nullptr) {
+          std::memcpy(out + at * 512 + static_cast<size_t>(32 * i), blocks[b].qs, 32);
+          da[at * 16 + static_cast<size_t>(i)] = _cvtsh_ss(blocks[b].d);
+        } else {
+          std::memset(out + at * 512 + static_cast<size_t>(32 * i), 0, 32);
+          da[at * 16 + static_cast<size_t>(i)] = 0.0f;
+        }
+      }
+    }
+}
+
+// Q4_0 / Q8_0 weights against the Q8_0 activations of the decode path by AMX (see above): packed
+// groups read in place, or row-major rows packed here a group at a time, as packed_gemm.
+// REQUIRES: cpu_features().amx_int8.
+template <GgmlType T>
+KAKEYA_AMX_INT8_TARGET void legacy_quant_amx_gemm(const GemmWeights& w, int64_t r0, int64_t r1,
+                                                  const ActivationBuffer* acts, int64_t m, float* y, size_t ldy,
+                                                  GemmScratch& s) {
+  const int64_t nb = w.n / 32;
+  if (amx_nothing_to_multiply(nb, r1 - r0, m, y, ldy)) return;
+  const size_t gbytes = detail::packed_group_bytes(T, w.n), stride = ggml_row_bytes(T, w.n);
+  uint8_t* own = w.packed == nullptr ? s.get<uint8_t>(4, gbytes) : nullptr;
+  int8_t* panel = T == GgmlType::Q4_0 ? s.get<int8_t>(0, static_cast<size_t>(nb * 512)) : nullptr;
+  // Tokens in chunks whose packed activations stay within about 1 MiB (L2): each group, read
+  // once per chunk, meets them from cache.
+  const int64_t chunk = std::clamp<int64_t>((int64_t{1} << 20) / (nb * 32) / 16 * 16, 16, 1024);
+  const int64_t base = w.packed != nullptr ? r0 / kPackRows * kPackRows : r0;  // groups start here
+  alignas(64) int32_t sums[2][256];
+  // Tiles 0-1 the C tiles (16 tokens × 16 rows), 2-3 the activations (16 tokens × 32 bytes), 4-5
+  // the weights (8 rows of 4 bytes × 16 rows): two blocks at a time.
+  AmxTileConfig config;
+  config.colsb[2] = config.colsb[3] = 32;
+  config.rows[4] = config.rows[5] = 8;
+  _tile_loadconfig(&config);
+  for (int64_t t0 = 0; t0 < m; t0 += chunk) {
+    const int64_t nt = std::min(chunk, m - t0), tiles = (nt + 15) / 16;
+    int8_t* ap = s.get<int8_t>(1, static_cast<size_t>(tiles * nb * 512));
+    float* da = s.get<float>(2, static_cast<size_t>(tiles * nb * 16));
+    amx_pack_q8_0(acts + t0, nt, nb, ap, da);
+    for (int64_t g0 = base; g0 < r1; g0 += kPackRows) {
+      const uint8_t* group;
+      if (w.packed != nullptr) {
+        group = w.packed + static_cast<size_t>(g0 / kPackRows) * gbytes;
+      } else {
+        pack_rows(T, w.rows + static_cast<size_t>(g0) * stride, w.n, std::min<int64_t>(kPackRows, r1 - g0), own);
+        group = own;
+      }
+      if constexpr (T == GgmlType::Q4_0) q4_0_amx_panel(group, nb, panel);
+      // GCC's _tile_loadd does not declare the memory it reads: every store above completes
+      // before the tile loads below.
+      __asm__ volatile("" ::: "memory");
+      auto weights = [&](int64_t b) -> const void* {
+        if constexpr (T == GgmlType::Q4_0) return panel + b * 512;
+        return group + detail::packed_quants_offset(T, b);
+      };
+      const int64_t lo = std::max(r0, g0), hi = std::min(r1, g0 + kPackRows);  // rows to store
+      for (int64_t tile = 0; tile < tiles; ++tile) {
+        __m512 acc[16];
+        KAKEYA_UNROLL_TOKENS
+        for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_ps();
+        const int8_t* at = ap + static_cast<size_t>(tile * nb) * 512;
+        const float* dat = da + static_cast<size_t>(tile * nb) * 16;
+        for (int64_t b = 0; b < nb; b += 2) {
+          // Blocks b and b + 1 (when there is one) in C tiles 0 and 1. Tile numbers are
+          // immediates: GCC's _tile_* macros paste them into the instruction.
+          const bool two = b + 1 < nb;
+          _tile_zero(0);
+          _tile_loadd(2, at + b * 512, 32);
+          _tile_loadd(4, weights(b), 64);
+          _tile_dpbssd(0, 2, 4);
+          if (two) {
+            _tile_zero(1);
+            _tile_loadd(3, at + (b + 1) * 512, 32);
+            _tile_loadd(5, weights(b + 1), 64);
+            _tile_dpbssd(1, 3, 5);
+          }
+          _tile_stored(0, sums[0], 64);
+          if (two) _tile_stored(1, sums[1], 64);
+          // Each block's sums into the 16 tokens' rows of outputs, the decode kernels' operations.
+          for (int h = 0; h < (two ? 2 : 1); ++h) {
+            const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(
+                reinterpret_cast<const __m256i*>(group + detail::packed_scales_offset(T, b + h))));
+            const float* dab = dat + (b + h) * 16;
+            KAKEYA_UNROLL_TOKENS
+            for (int i = 0; i < 16; ++i) {
+              const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(dab[i]));
+              const __m512 sumi = _mm512_cvtepi32_ps(_mm512_load_si512(sums[h] + 16 * i));
+              if constexpr (T == GgmlType::Q4_0) {
+                acc[i] = _mm512_fmadd_ps(sumi, scale, acc[i]);
+              } else {
+                acc[i] = _mm512_add_ps(acc[i], Vec512::keep(_mm512_mul_ps(sumi, scale)));
+              }
+            }
+          }
+        }
+        // Unrolled, so that acc stays in registers (a loop to `live` would index it at run time).
+        const int live = static_cast<int>(std::min<int64_t>(16, nt - 16 * tile));
+        KAKEYA_UNROLL_TOKENS
+        for (int i = 0; i < 16; ++i) {
+          if (i >= live) break;
+          float* yrow = y + static_cast<size_t>(t0 + 16 * tile + i) * ldy;
+          if (lo == g0 && hi == g0 + kPackRows) {
+            _mm512_storeu_ps(yrow + (g0 - r0), acc[i]);
+          } else {
+            alignas(64) float tmp[16];
+            _mm512_store_ps(tmp, acc[i]);
+            for (int64_t r = lo; r < hi; ++r) yrow[r - r0] = tmp[r - g0];
+          }
+        }
+      }
+    }
+  }
+  _tile_release();
+}
+
 // F32/F16/BF16 weights: widened to f32 and multiplied by FMA, except BF16 by vdpbf16ps (kDot,
 // REQUIRES: cpu_features().avx512bf16) and BF16 and F16 by AMX (kAmx, REQUIRES:
 // cpu_features().amx_bf16).
@@ -469,9 +624,25 @@ void avx512_floats(const GemmWeights& w, int64_t r0, int64_t r1, const Activatio
   float_weights_gemm<Vec512>(w, r0, r1, acts, n_tokens, y, ldy, s);
 }
 
+// Q4_0 / Q8_0 weights by AMX-INT8 where the CPU has it (the kAmx set): true when it ran them.
+// Not where decode_exact asks for a rounding the GEMM does not have (row-major Q8_0: x86_gemm runs
+// the decode kernels) nor for an empty call.
+bool legacy_quant_by_amx(const GemmWeights& w, int64_t r0, int64_t r1, const ActivationBuffer* acts, int64_t n_tokens,
+                         float* y, size_t ldy, bool decode_exact, GemmScratch& s) {
+  if (!cpu_features().amx_int8 || (w.type != GgmlType::Q4_0 && w.type != GgmlType::Q8_0)) return false;
+  if (r1 <= r0 || n_tokens <= 0 || (decode_exact && !x86_matches_decode(w.type, w.packed != nullptr))) return false;
+  if (w.type == GgmlType::Q4_0) {
+    legacy_quant_amx_gemm<GgmlType::Q4_0>(w, r0, r1, acts, n_tokens, y, ldy, s);
+  } else {
+    legacy_quant_amx_gemm<GgmlType::Q8_0>(w, r0, r1, acts, n_tokens, y, ldy, s);
+  }
+  return true;
+}
+
 template <Bf16Gemm kBf16>
 void avx512_gemm(const GemmWeights& w, int64_t r0, int64_t r1, const ActivationBuffer* acts, int64_t n_tokens,
                  float* y, size_t ldy, bool decode_exact, GemmScratch& s) {
+  if (kBf16 == Bf16Gemm::kAmx && legacy_quant_by_amx(w, r0, r1, acts, n_tokens, y, ldy, decode_exact, s)) return;
   x86_gemm<Vec512>(quant_kernels(KernelIsa::Avx512), avx512_floats<kBf16>, w, r0, r1, acts, n_tokens, y, ldy,
                    decode_exact, s);
 }
@@ -482,19 +653,19 @@ namespace detail {
 
 const GemmKernels& gemm_avx512_fma() {
   static const GemmKernels k{x86_has_kernel, x86_matches_decode, avx512_gemm<Bf16Gemm::kFma>, x86_gemm_f32<Vec512>,
-                             "fma", "fma"};
+                             "fma", "fma", "vpdpbusd"};
   return k;
 }
 
 const GemmKernels& gemm_avx512_bf16_dot() {
   static const GemmKernels k{x86_has_kernel, x86_matches_decode, avx512_gemm<Bf16Gemm::kDot>, x86_gemm_f32<Vec512>,
-                             "vdpbf16ps", "fma"};
+                             "vdpbf16ps", "fma", "vpdpbusd"};
   return k;
 }
 
 const GemmKernels& gemm_avx512_bf16_amx() {
   static const GemmKernels k{x86_has_kernel, x86_matches_decode, avx512_gemm<Bf16Gemm::kAmx>, x86_gemm_f32<Vec512>,
-                             "amx", "amx"};
+                             "amx", "amx", cpu_features().amx_int8 ? "amx" : "vpdpbusd"};
   return k;
 }
 

@@ -19,7 +19,7 @@ TEST(CpuFeatures, CachedAndConsistent) {
   if (f.avx2 || f.fma || f.f16c) {
     EXPECT_TRUE(f.avx);
   }
-  if (f.avx512bw || f.avx512vl || f.avx512vnni || f.avx512bf16 || f.amx_bf16) {
+  if (f.avx512bw || f.avx512vl || f.avx512vnni || f.avx512bf16 || f.amx_bf16 || f.amx_int8) {
     EXPECT_TRUE(f.avx512f);
   }
   EXPECT_EQ(f.can_run_avx2(), f.avx2 && f.fma && f.f16c);
@@ -44,6 +44,7 @@ TEST(CpuFeatures, ToStringListsExactlyThePresentFeatures) {
   EXPECT_EQ(names.count("avx512vnni"), f.avx512vnni ? 1u : 0u);
   EXPECT_EQ(names.count("avx512bf16"), f.avx512bf16 ? 1u : 0u);
   EXPECT_EQ(names.count("amx_bf16"), f.amx_bf16 ? 1u : 0u);
+  EXPECT_EQ(names.count("amx_int8"), f.amx_int8 ? 1u : 0u);
   EXPECT_EQ(names.count("neon"), f.neon ? 1u : 0u);
 
   CpuFeatures manual;
@@ -75,6 +76,7 @@ TEST(CpuFeatures, AgreesWithProcCpuinfo) {
   // The kernel lists amx_tile / amx_bf16 when it enabled the tile state; this process is then
   // granted it on request (no seccomp filter here refuses arch_prctl).
   EXPECT_EQ(f.amx_bf16, flags.count("amx_bf16") == 1 && flags.count("amx_tile") == 1 && f.avx512f);
+  EXPECT_EQ(f.amx_int8, flags.count("amx_int8") == 1 && flags.count("amx_tile") == 1 && f.avx512f);
 }
 
 // The display family and model, as the kernel prints them ("cpu family", "model" of the first CPU),
