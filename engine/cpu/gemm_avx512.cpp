@@ -508,6 +508,48 @@ void amx_pack_q8_0(const ActivationBuffer* acts, int64_t nt, int64_t nb, int8_t*
     }
 }
 
+// Blocks b and b + 1 (when `two`) of activation tiles `a` and weight tiles `w(b)` into C tiles 0
+// and 1 (kSet 0) or 6 and 7 (kSet 1), through A tiles 2-3 and B tiles 4-5. Tile numbers are
+// immediates (GCC's _tile_* macros paste them into the instruction), hence the two copies.
+template <int kSet, class Weights>
+KAKEYA_AMX_INT8_TARGET inline void amx_int8_issue(const int8_t* a, Weights w, int64_t b, bool two) {
+  if constexpr (kSet == 0) {
+    _tile_zero(0);
+    _tile_loadd(2, a + b * 512, 32);
+    _tile_loadd(4, w(b), 64);
+    _tile_dpbssd(0, 2, 4);
+    if (two) {
+      _tile_zero(1);
+      _tile_loadd(3, a + (b + 1) * 512, 32);
+      _tile_loadd(5, w(b + 1), 64);
+      _tile_dpbssd(1, 3, 5);
+    }
+  } else {
+    _tile_zero(6);
+    _tile_loadd(2, a + b * 512, 32);
+    _tile_loadd(4, w(b), 64);
+    _tile_dpbssd(6, 2, 4);
+    if (two) {
+      _tile_zero(7);
+      _tile_loadd(3, a + (b + 1) * 512, 32);
+      _tile_loadd(5, w(b + 1), 64);
+      _tile_dpbssd(7, 3, 5);
+    }
+  }
+}
+
+// The C tiles of set kSet (see above) into sums[0] and, when `two`, sums[1] (16 × 16 int32 each).
+template <int kSet>
+KAKEYA_AMX_INT8_TARGET inline void amx_int8_store(int32_t (*sums)[256], bool two) {
+  if constexpr (kSet == 0) {
+    _tile_stored(0, sums[0], 64);
+    if (two) _tile_stored(1, sums[1], 64);
+  } else {
+    _tile_stored(6, sums[0], 64);
+    if (two) _tile_stored(7, sums[1], 64);
+  }
+}
+
 // Q4_0 / Q8_0 weights against the Q8_0 activations of the decode path by AMX (see above): packed
 // groups read in place, or row-major rows packed here a group at a time, as packed_gemm.
 // REQUIRES: cpu_features().amx_int8.
@@ -525,8 +567,8 @@ KAKEYA_AMX_INT8_TARGET void legacy_quant_amx_gemm(const GemmWeights& w, int64_t 
   const int64_t chunk = std::clamp<int64_t>((int64_t{1} << 20) / (nb * 32) / 16 * 16, 16, 1024);
   const int64_t base = w.packed != nullptr ? r0 / kPackRows * kPackRows : r0;  // groups start here
   alignas(64) int32_t sums[2][256];
-  // Tiles 0-1 the C tiles (16 tokens × 16 rows), 2-3 the activations (16 tokens × 32 bytes), 4-5
-  // the weights (8 rows of 4 bytes × 16 rows): two blocks at a time.
+  // Tiles 0-1 and 6-7 the C tiles (16 tokens × 16 rows), 2-3 the activations (16 tokens × 32
+  // bytes), 4-5 the weights (8 rows of 4 bytes × 16 rows): two blocks at a time.
   AmxTileConfig config;
   config.colsb[2] = config.colsb[3] = 32;
   config.rows[4] = config.rows[5] = 8;
@@ -559,31 +601,37 @@ KAKEYA_AMX_INT8_TARGET void legacy_quant_amx_gemm(const GemmWeights& w, int64_t 
         for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_ps();
         const int8_t* at = ap + static_cast<size_t>(tile * nb) * 512;
         const float* dat = da + static_cast<size_t>(tile * nb) * 16;
-        for (int64_t b = 0; b < nb; b += 2) {
-          // Blocks b and b + 1 (when there is one) in C tiles 0 and 1. Tile numbers are
-          // immediates: GCC's _tile_* macros paste them into the instruction.
-          const bool two = b + 1 < nb;
-          _tile_zero(0);
-          _tile_loadd(2, at + b * 512, 32);
-          _tile_loadd(4, weights(b), 64);
-          _tile_dpbssd(0, 2, 4);
-          if (two) {
-            _tile_zero(1);
-            _tile_loadd(3, at + (b + 1) * 512, 32);
-            _tile_loadd(5, weights(b + 1), 64);
-            _tile_dpbssd(1, 3, 5);
+        // Two blocks a step, in C tiles 0-1 and 6-7 by turns: step p issues its products, then
+        // stores and accumulates step p − 1's, whose products ran meanwhile (a tdpbssd's latency
+        // is several times its issue interval, so the same tiles step after step would wait for
+        // each other).
+        const int64_t steps = (nb + 1) / 2;
+        for (int64_t step = 0; step <= steps; ++step) {
+          const int64_t b = 2 * step;
+          if (step < steps) {
+            if (step % 2 == 1) {
+              amx_int8_issue<1>(at, weights, b, b + 1 < nb);
+            } else {
+              amx_int8_issue<0>(at, weights, b, b + 1 < nb);
+            }
           }
-          _tile_stored(0, sums[0], 64);
-          if (two) _tile_stored(1, sums[1], 64);
-          // Each block's sums into the 16 tokens' rows of outputs, the decode kernels' operations.
-          for (int h = 0; h < (two ? 2 : 1); ++h) {
-            const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(
-                reinterpret_cast<const __m256i*>(group + detail::packed_scales_offset(T, b + h))));
-            const float* dab = dat + (b + h) * 16;
+          if (step == 0) continue;
+          const int64_t pb = b - 2;  // the previous step's first block
+          if (step % 2 == 1) {
+            amx_int8_store<0>(sums, pb + 1 < nb);
+          } else {
+            amx_int8_store<1>(sums, pb + 1 < nb);
+          }
+          // Its blocks' sums into the 16 tokens' rows of outputs, the decode kernels' operations.
+          for (int64_t bb = pb; bb < std::min(pb + 2, nb); ++bb) {
+            const __m512 dw = _mm512_cvtph_ps(
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + detail::packed_scales_offset(T, bb))));
+            const float* dab = dat + bb * 16;
+            const int32_t* c = sums[bb - pb];
             KAKEYA_UNROLL_TOKENS
             for (int i = 0; i < 16; ++i) {
               const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(dab[i]));
-              const __m512 sumi = _mm512_cvtepi32_ps(_mm512_load_si512(sums[h] + 16 * i));
+              const __m512 sumi = _mm512_cvtepi32_ps(_mm512_load_si512(c + 16 * i));
               if constexpr (T == GgmlType::Q4_0) {
                 acc[i] = _mm512_fmadd_ps(sumi, scale, acc[i]);
               } else {
