@@ -11,8 +11,8 @@
 // maddubs), portable. BF16 weights are widened to f32 and multiplied by FMA, except in the AVX-512
 // set on CPUs with AMX (tdpbf16ps tiles, Intel Sapphire Rapids and later) and on CPUs where
 // vdpbf16ps outruns FMA (AMD Zen 4 and later; slower on the Intel Xeon measured): gemm_avx512.cpp.
-// Q4_0 and Q8_0 weights run by AMX tdpbssd tiles in the AVX-512 set on CPUs with AMX-INT8, with
-// the same integer block sums and f32 operations as the VNNI kernels (so the same bits).
+// Q4_0, Q8_0 and Q4_K weights run by AMX-INT8 tiles in the AVX-512 set on CPUs with AMX-INT8,
+// with the same integer block sums and f32 operations as the VNNI kernels (so the same bits).
 //
 // Arithmetic (docs/tensor-types.md, "Batched matmul"):
 //   * Q4_0, Q8_0 (packed layout), Q4_K, Q6_K: int8 GEMM over the activations of the decode path
@@ -113,20 +113,21 @@ struct GemmKernels {
                    GemmScratch&);
   const char* bf16_path;  // how BF16 weights run: "amx", "vdpbf16ps", "fma" or "decode"
   const char* f16_path;   // how F16 weights run: "amx" (BF16 hi/lo parts), "fma" or "decode"
-  // How Q4_0 and Q8_0 weights run: "amx" (tdpbssd tiles), "vpdpbusd", "maddubs" or "decode".
-  const char* legacy_quant_path;
+  // How the int8 GEMMs run: "amx" (AMX-INT8 tiles for Q4_0, Q8_0 and Q4_K; Q6_K by vpdpbusd),
+  // "vpdpbusd", "maddubs" or "decode".
+  const char* int8_path;
 };
 // REQUIRES: kernel_isa_available(isa). The set matches quant_kernels(isa): its decode kernels
 // are the ones gemm_matches_decode() refers to. The AVX-512 set runs BF16 weights by AMX where
 // the CPU has it (Intel), by vdpbf16ps where that outruns FMA (AMD CPUs with AVX512-BF16), else
 // by FMA; F16 weights by AMX (each F16 value as two BF16 parts) where the CPU has it, else by
-// FMA; Q4_0 and Q8_0 weights by AMX tdpbssd where the CPU has AMX-INT8, else by vpdpbusd
+// FMA; Q4_0, Q8_0 and Q4_K weights by AMX-INT8 tiles where the CPU has it, else by vpdpbusd
 // (gemm_avx512.cpp).
 const GemmKernels& gemm_kernels(KernelIsa isa);
 
 // How the AVX-512 set runs BF16 weights: widened to f32 and multiplied by FMA, by vdpbf16ps
 // (AVX512-BF16), or by AMX tdpbf16ps tiles (gemm_avx512.cpp); the kAmx set runs F16 weights by
-// AMX too, the others by FMA, and Q4_0 / Q8_0 by AMX tdpbssd where the CPU has AMX-INT8.
+// AMX too, the others by FMA, and the int8 GEMMs by AMX-INT8 tiles where the CPU has it.
 enum class Bf16Gemm { kFma, kDot, kAmx };
 
 // The AVX-512 set with BF16 weights run by `path`, regardless of the choice

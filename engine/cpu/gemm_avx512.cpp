@@ -660,6 +660,167 @@ KAKEYA_AMX_INT8_TARGET void legacy_quant_amx_gemm(const GemmWeights& w, int64_t 
   _tile_release();
 }
 
+// ---- Q4_K by AMX (tdpbsud: signed activation bytes × unsigned weight bytes). One sub-block (32
+// values with a 6-bit scale and min) is one instruction's k, so a C tile holds one sub-block's
+// exact integer sums of 16 tokens × 16 rows, the dot_j the VNNI kernel reaches by vpdpbusd; each is
+// multiplied by its rows' scales and summed over the super-block in int32 (sumq), the mins' term
+// comes from the activation block sums by vpdpwssd as there, and each output then takes
+// kquant_micro's f32 operations per super-block in order: every output bit for bit the VNNI
+// kernel's and the decode kernels'. The weights are converted 16 rows at a time per chunk of
+// tokens into kquant_tile's layout (Q4kTile: its q words are already the B tiles' layout). Q6_K
+// stays on vpdpbusd: its sub-blocks of 16 fill half an instruction's k, and the same kernel for
+// them ran 0.92x the VNNI one.
+
+// Tokens [0, nt) of Q8_K activations as A tiles of 16 tokens: sub-block j of super-block s of
+// token 16·tile + i at out[((tile·nsb + s)·8 + j)·512 + i·32]; the tokens that pad the last tile 0.
+void amx_pack_q8_k(const ActivationBuffer* acts, int64_t nt, int64_t nsb, int8_t* out) {
+  const int64_t tiles = (nt + 15) / 16;
+  for (int64_t tile = 0; tile < tiles; ++tile)
+    for (int64_t i = 0; i < 16; ++i) {
+      const int64_t t = 16 * tile + i;
+      const auto* blocks = t < nt ? reinterpret_cast<const BlockQ8_K*>(acts[t].bytes.data()) : nullptr;
+      for (int64_t s = 0; s < nsb; ++s)
+        for (int64_t j = 0; j < 8; ++j) {
+          int8_t* dst = out + static_cast<size_t>(((tile * nsb + s) * 8 + j) * 512 + i * 32);
+          if (blocks != nullptr) {
+            std::memcpy(dst, blocks[s].qs + j * 32, 32);
+          } else {
+            std::memset(dst, 0, 32);
+          }
+        }
+    }
+}
+
+// Sub-blocks u and u + 1 (when `two`) of A tiles `a` (512 bytes apart) and B tiles `w(u)` into C
+// tiles 0 and 1 (kSet 0) or 6 and 7 (kSet 1), through A tiles 2-3 and B tiles 4-5 (as
+// amx_int8_issue, with unsigned weights).
+template <int kSet, class Weights>
+KAKEYA_AMX_INT8_TARGET inline void amx_q4k_issue(const int8_t* a, Weights w, int64_t u, bool two) {
+  if constexpr (kSet == 0) {
+    _tile_zero(0);
+    _tile_loadd(2, a + u * 512, 32);
+    _tile_loadd(4, w(u), 64);
+    _tile_dpbsud(0, 2, 4);
+    if (two) {
+      _tile_zero(1);
+      _tile_loadd(3, a + (u + 1) * 512, 32);
+      _tile_loadd(5, w(u + 1), 64);
+      _tile_dpbsud(1, 3, 5);
+    }
+  } else {
+    _tile_zero(6);
+    _tile_loadd(2, a + u * 512, 32);
+    _tile_loadd(4, w(u), 64);
+    _tile_dpbsud(6, 2, 4);
+    if (two) {
+      _tile_zero(7);
+      _tile_loadd(3, a + (u + 1) * 512, 32);
+      _tile_loadd(5, w(u + 1), 64);
+      _tile_dpbsud(7, 3, 5);
+    }
+  }
+}
+
+// Q4_K weights against the Q8_K activations of the decode path by AMX (see above).
+// REQUIRES: cpu_features().amx_int8.
+KAKEYA_AMX_INT8_TARGET void q4k_amx_gemm(const GemmWeights& w, int64_t r0, int64_t r1, const ActivationBuffer* acts,
+                                         int64_t m, float* y, size_t ldy, GemmScratch& s) {
+  constexpr int L = 16;
+  using Tl = Q4kTile<L>;
+  const int64_t nsb = w.n / kQK_K, units = nsb * 8;  // super-blocks, sub-blocks
+  if (amx_nothing_to_multiply(nsb, r1 - r0, m, y, ldy)) return;
+  const size_t stride = ggml_row_bytes(GgmlType::Q4_K, w.n);
+  const Q8kTerms terms = q8k_terms(acts, m, nsb, s);
+  uint32_t* conv = s.get<uint32_t>(0, Tl::kWords * static_cast<size_t>(nsb));
+  uint32_t* chunks = s.get<uint32_t>(4, static_cast<size_t>(L) * 64);
+  // Tokens in chunks whose packed activations stay within about 1 MiB (L2).
+  const int64_t chunk = std::clamp<int64_t>((int64_t{1} << 20) / w.n / 16 * 16, 16, 1024);
+  alignas(64) int32_t sums[2][256];
+  alignas(64) float acc[16][16];
+  // Tiles 0-1 and 6-7 the C tiles (16 tokens × 16 rows), 2-3 the activations (16 tokens × 32
+  // bytes), 4-5 the weights (8 rows of 4 bytes × 16 rows): two sub-blocks at a time.
+  AmxTileConfig config;
+  config.colsb[2] = config.colsb[3] = 32;
+  config.rows[4] = config.rows[5] = 8;
+  _tile_loadconfig(&config);
+  for (int64_t t0 = 0; t0 < m; t0 += chunk) {
+    const int64_t nt = std::min(chunk, m - t0), tiles = (nt + 15) / 16;
+    int8_t* ap = s.get<int8_t>(1, static_cast<size_t>(tiles * nsb * kQK_K * 16));
+    amx_pack_q8_k(acts + t0, nt, nsb, ap);
+    for (int64_t g0 = r0; g0 < r1; g0 += L) {
+      const int live_rows = static_cast<int>(std::min<int64_t>(L, r1 - g0));
+      kquant_tile<Vec512, GgmlType::Q4_K>(w.rows, stride, g0, live_rows, 0, nsb, conv, chunks);
+      // GCC's _tile_loadd does not declare the memory it reads: every store above completes
+      // before the tile loads below.
+      __asm__ volatile("" ::: "memory");
+      auto weights = [&](int64_t u) -> const void* {
+        return Tl::q(conv + static_cast<size_t>(u / 8) * Tl::kWords) + (u % 8) * 8 * L;
+      };
+      for (int64_t tile = 0; tile < tiles; ++tile) {
+        const int8_t* at = ap + static_cast<size_t>(tile * nsb * kQK_K * 16);
+        const int64_t tok0 = t0 + 16 * tile;  // the tile's first token
+        const int live = static_cast<int>(std::min<int64_t>(16, nt - 16 * tile));
+        __m512i sumq[16];  // Σ sc_j·dot_j over the sub-blocks so far of the super-block
+        KAKEYA_UNROLL_TOKENS
+        for (int i = 0; i < 16; ++i) sumq[i] = _mm512_setzero_si512();
+        std::fill_n(&acc[0][0], 256, 0.0f);
+        // Two sub-blocks a step, in C tiles 0-1 and 6-7 by turns, as legacy_quant_amx_gemm.
+        const int64_t steps = units / 2;
+        for (int64_t step = 0; step <= steps; ++step) {
+          const int64_t u = 2 * step;
+          if (step < steps) {
+            if (step % 2 == 1) {
+              amx_q4k_issue<1>(at, weights, u, true);
+            } else {
+              amx_q4k_issue<0>(at, weights, u, true);
+            }
+          }
+          if (step == 0) continue;
+          const int64_t pu = u - 2;  // the previous step's first sub-block
+          if (step % 2 == 1) {
+            amx_int8_store<0>(sums, true);
+          } else {
+            amx_int8_store<1>(sums, true);
+          }
+          const int64_t sb = pu / 8;
+          uint32_t* t = conv + static_cast<size_t>(sb) * Tl::kWords;
+          for (int h = 0; h < 2; ++h) {
+            const __m512i sc = _mm512_loadu_si512(Tl::sc(t) + (pu % 8 + h) * L);
+            KAKEYA_UNROLL_TOKENS
+            for (int i = 0; i < 16; ++i)
+              sumq[i] = _mm512_add_epi32(sumq[i], _mm512_mullo_epi32(_mm512_load_si512(sums[h] + 16 * i), sc));
+          }
+          if ((pu + 2) % 8 != 0) continue;
+          // The super-block's f32 operations, kquant_micro's, per token (the padding ones skipped).
+          const __m512 dw = _mm512_loadu_ps(Tl::d(t)), dmw = _mm512_loadu_ps(Tl::dmin(t));
+          KAKEYA_UNROLL_TOKENS
+          for (int i = 0; i < 16; ++i) {
+            if (i >= live) break;
+            const uint32_t* pairs = terms.pairs + ((tok0 + i) * nsb + sb) * 4;
+            __m512i summ = _mm512_setzero_si512();
+            KAKEYA_UNROLL_CHUNKS
+            for (int p = 0; p < 4; ++p)
+              summ = _mm512_dpwssd_epi32(summ, _mm512_loadu_si512(Tl::mins(t) + p * L),
+                                         _mm512_set1_epi32(static_cast<int32_t>(pairs[p])));
+            const __m512 yd = _mm512_set1_ps(terms.d[(tok0 + i) * nsb + sb]);
+            const __m512 d = _mm512_mul_ps(dw, yd), dmin = _mm512_mul_ps(dmw, yd);
+            const __m512 v = _mm512_sub_ps(Vec512::keep(_mm512_mul_ps(d, _mm512_cvtepi32_ps(sumq[i]))),
+                                           Vec512::keep(_mm512_mul_ps(dmin, _mm512_cvtepi32_ps(summ))));
+            _mm512_store_ps(acc[i], _mm512_add_ps(_mm512_load_ps(acc[i]), Vec512::keep(v)));
+          }
+          KAKEYA_UNROLL_TOKENS
+          for (int i = 0; i < 16; ++i) sumq[i] = _mm512_setzero_si512();
+        }
+        for (int i = 0; i < live; ++i) {
+          float* yrow = y + static_cast<size_t>(tok0 + i) * ldy + static_cast<size_t>(g0 - r0);
+          std::memcpy(yrow, acc[i], static_cast<size_t>(live_rows) * sizeof(float));
+        }
+      }
+    }
+  }
+  _tile_release();
+}
+
 // F32/F16/BF16 weights: widened to f32 and multiplied by FMA, except BF16 by vdpbf16ps (kDot,
 // REQUIRES: cpu_features().avx512bf16) and BF16 and F16 by AMX (kAmx, REQUIRES:
 // cpu_features().amx_bf16).
@@ -672,25 +833,25 @@ void avx512_floats(const GemmWeights& w, int64_t r0, int64_t r1, const Activatio
   float_weights_gemm<Vec512>(w, r0, r1, acts, n_tokens, y, ldy, s);
 }
 
-// Q4_0 / Q8_0 weights by AMX-INT8 where the CPU has it (the kAmx set): true when it ran them.
-// Not where decode_exact asks for a rounding the GEMM does not have (row-major Q8_0: x86_gemm runs
-// the decode kernels) nor for an empty call.
-bool legacy_quant_by_amx(const GemmWeights& w, int64_t r0, int64_t r1, const ActivationBuffer* acts, int64_t n_tokens,
-                         float* y, size_t ldy, bool decode_exact, GemmScratch& s) {
-  if (!cpu_features().amx_int8 || (w.type != GgmlType::Q4_0 && w.type != GgmlType::Q8_0)) return false;
-  if (r1 <= r0 || n_tokens <= 0 || (decode_exact && !x86_matches_decode(w.type, w.packed != nullptr))) return false;
-  if (w.type == GgmlType::Q4_0) {
-    legacy_quant_amx_gemm<GgmlType::Q4_0>(w, r0, r1, acts, n_tokens, y, ldy, s);
-  } else {
-    legacy_quant_amx_gemm<GgmlType::Q8_0>(w, r0, r1, acts, n_tokens, y, ldy, s);
+// Q4_0, Q8_0 and Q4_K weights by AMX-INT8 where the CPU has it (the kAmx set): true when it ran
+// them. Not where decode_exact asks for a rounding the GEMM does not have (row-major Q8_0:
+// x86_gemm runs the decode kernels) nor for an empty call.
+bool int8_by_amx(const GemmWeights& w, int64_t r0, int64_t r1, const ActivationBuffer* acts, int64_t n_tokens,
+                 float* y, size_t ldy, bool decode_exact, GemmScratch& s) {
+  if (!cpu_features().amx_int8 || r1 <= r0 || n_tokens <= 0) return false;
+  if (decode_exact && !x86_matches_decode(w.type, w.packed != nullptr)) return false;
+  switch (w.type) {
+    case GgmlType::Q4_0: legacy_quant_amx_gemm<GgmlType::Q4_0>(w, r0, r1, acts, n_tokens, y, ldy, s); return true;
+    case GgmlType::Q8_0: legacy_quant_amx_gemm<GgmlType::Q8_0>(w, r0, r1, acts, n_tokens, y, ldy, s); return true;
+    case GgmlType::Q4_K: q4k_amx_gemm(w, r0, r1, acts, n_tokens, y, ldy, s); return true;
+    default: return false;
   }
-  return true;
 }
 
 template <Bf16Gemm kBf16>
 void avx512_gemm(const GemmWeights& w, int64_t r0, int64_t r1, const ActivationBuffer* acts, int64_t n_tokens,
                  float* y, size_t ldy, bool decode_exact, GemmScratch& s) {
-  if (kBf16 == Bf16Gemm::kAmx && legacy_quant_by_amx(w, r0, r1, acts, n_tokens, y, ldy, decode_exact, s)) return;
+  if (kBf16 == Bf16Gemm::kAmx && int8_by_amx(w, r0, r1, acts, n_tokens, y, ldy, decode_exact, s)) return;
   x86_gemm<Vec512>(quant_kernels(KernelIsa::Avx512), avx512_floats<kBf16>, w, r0, r1, acts, n_tokens, y, ldy,
                    decode_exact, s);
 }

@@ -356,30 +356,38 @@ TEST(Gemm, AmxF16ProductsAreExact) {
   }
 }
 
-// Q4_0 and Q8_0 weights by AMX-INT8 where the CPU has it: one tdpbssd per block gives the exact
-// int32 block sums, then each output takes the decode kernels' f32 operations in order, so the
-// AMX set gives bit for bit what the VNNI set (the same AVX-512 set with FMA for BF16) and the
-// decode kernels give, packed and row-major: k of 32 (one block: no second C tile) and 352 (an odd
-// number of blocks), 2048, and 8192 with 150 tokens (two chunks of tokens, the last of 22); rows
-// [5, 41) start and end inside packed groups; with ldy past the range (no stray writes) and 7
-// tokens at a time. The path each set names is checked too.
+// The int8 GEMMs by AMX-INT8 where the CPU has it: one tile instruction per block (Q4_0, Q8_0)
+// or sub-block (Q4_K; Q6_K stays on vpdpbusd, here as a check of the dispatch) gives its exact
+// integer sums, which then take the VNNI kernels'
+// integer and f32 operations in the same order, so the AMX set gives bit for bit what the VNNI
+// set (the same AVX-512 set with FMA for BF16) and the decode kernels give, packed and row-major:
+// one block or super-block (no second C tile), an odd number of blocks, 2048, and 8192 with 150
+// tokens (two chunks of tokens, the last of 22); rows [5, 41) start and end inside groups of 16;
+// with ldy past the range (no stray writes) and 7 tokens at a time. The path each set names is
+// checked too.
 TEST(Gemm, AmxInt8GivesTheBitsOfVnniAndOfDecode) {
   if (!kernel_isa_available(KernelIsa::Avx512) || !cpu_features().amx_int8)
     GTEST_SKIP() << "this CPU has no AMX-INT8 (or the kernel did not grant the tile state)";
   const GemmKernels& amx = gemm_avx512_bf16_as(Bf16Gemm::kAmx);
   const GemmKernels& vnni = gemm_avx512_bf16_as(Bf16Gemm::kFma);
-  EXPECT_STREQ(amx.legacy_quant_path, "amx");
-  EXPECT_STREQ(vnni.legacy_quant_path, "vpdpbusd");
-  EXPECT_STREQ(gemm_kernels(KernelIsa::Portable).legacy_quant_path, "decode");
+  EXPECT_STREQ(amx.int8_path, "amx");
+  EXPECT_STREQ(vnni.int8_path, "vpdpbusd");
+  EXPECT_STREQ(gemm_kernels(KernelIsa::Portable).int8_path, "decode");
   std::mt19937 rng(37);
-  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0}) {
-    for (auto [n, tokens] : {std::pair<int64_t, int64_t>{32, 17}, {352, 33}, {2048, 128}, {8192, 150}}) {
+  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+    const bool k_quant = type == GgmlType::Q4_K || type == GgmlType::Q6_K;
+    for (auto [n, tokens] : {std::pair<int64_t, int64_t>{k_quant ? 256 : 32, 17}, {k_quant ? 1280 : 352, 33},
+                             {2048, 128}, {8192, 150}}) {
       const int64_t n_out = 53;
       const auto bytes = random_rows(type, n, n_out, rng);
-      std::vector<uint8_t> packed(packed_bytes(type, n, n_out));
-      pack_rows(type, bytes.data(), n, n_out, packed.data());
+      std::vector<uint8_t> packed;
+      if (packable(type, n)) {
+        packed.resize(packed_bytes(type, n, n_out));
+        pack_rows(type, bytes.data(), n, n_out, packed.data());
+      }
       const auto acts = activations(quant_kernels(KernelIsa::Avx512), type, n, tokens, rng);
       for (bool use_packed : {false, true}) {
+        if (use_packed && packed.empty()) continue;
         const GemmWeights w{type, n, bytes.data(), use_packed ? packed.data() : nullptr};
         for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, n_out}, {5, 41}}) {
           SCOPED_TRACE(std::string(ggml_type_name(type)) + " n=" + std::to_string(n) +
@@ -389,9 +397,9 @@ TEST(Gemm, AmxInt8GivesTheBitsOfVnniAndOfDecode) {
           const auto got = run_gemm(amx, w, r0, r1, acts, false, ldy);
           EXPECT_EQ(count_different_bits(got, run_gemm(vnni, w, r0, r1, acts, false, ldy)), 0u);
           EXPECT_EQ(count_different_bits(got, run_gemm_seven_at_a_time(amx, w, r0, r1, acts, ldy)), 0u);
-          // Packed, every token as the decode kernels give it (row-major Q8_0 decode sums in
-          // lanes, so only packed; Q4_0 both).
-          if (use_packed || type == GgmlType::Q4_0) {
+          // Every token as the decode kernels give it (row-major Q8_0 decode sums in lanes, so
+          // only packed there).
+          if (use_packed || type != GgmlType::Q8_0) {
             EXPECT_EQ(count_different_bits(got, run_decode(quant_kernels(KernelIsa::Avx512), w, r0, r1, acts, ldy)), 0u);
           }
           EXPECT_GT(rel_diff(got, std::vector<float>(got.size(), 0.0f)), 1e-3) << "the products are not all zero";
