@@ -448,8 +448,8 @@ Result<LlamaDepthRun> llama_batched_bench(const Args& a, const std::string& mode
 }
 
 // The roofline peak (GOP/s at `threads`) a type's GEMM runs on in the active set
-// (roofline::gemm_peak_name: int8 dot products for the quantized types, AMX for BF16 and F16
-// where the set runs them by tiles, vdpbf16ps for BF16 where it runs that, else f32 FMA); the
+// (roofline::gemm_peak_name: int8 dot products for the quantized types, AMX for BF16, F16, Q4_0,
+// Q8_0 and Q4_K where the set runs them by tiles, vdpbf16ps for BF16 where it runs that, else f32 FMA); the
 // FMA peak when that one was not measured, 0 when neither was.
 double roofline_peak_for(const json& roofline, const std::string& type, int threads) {
   const Result<GgmlType> t = ggml_type_from_name(type.c_str());

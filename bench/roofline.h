@@ -14,6 +14,9 @@
 //   amx_f16    the same loop counted as F16 products: the AMX F16 GEMM takes four tdpbf16ps per
 //              F16 product (each value as two BF16 parts, gemm_avx512.cpp), so 4096 FLOP per
 //              instruction (F16 weights where AMX-BF16 is present)
+//   amx_int8   tdpbssd (AMX-INT8) with the engine's tiles for Q4_0 / Q8_0 / Q4_K: 16 × 16 outputs
+//              × 32 s8·s8 products (one block's k), 16384 ops per instruction, four C tiles in
+//              flight (Q4_0, Q8_0 and Q4_K weights where present)
 //   int8_dot   vpdpbusd zmm (AVX512-VNNI): 64 u8·s8 products, 128 ops per instruction; on an
 //              AVX2-only CPU the maddubs + madd + add sequence of the AVX2 kernels (32 products)
 //              (Q8_0 and the K/legacy types)
@@ -153,12 +156,49 @@ __attribute__((target("amx-tile,amx-bf16"))) inline float amx_bf16(int64_t iters
   return s;
 }
 
+// AMX tdpbssd at k = 32 (the Q4_0/Q8_0 kernel's tiles: A 16 rows × 32 bytes, B 8 rows × 64 bytes,
+// gemm_avx512.cpp) into four C tiles from two A and two B tiles. REQUIRES: cpu_features().amx_int8.
+__attribute__((target("amx-tile,amx-int8"))) inline float amx_int8(int64_t iters) {
+  AmxTileConfig config;
+  config.colsb[2] = config.colsb[3] = 32;
+  config.rows[4] = config.rows[5] = 8;
+  alignas(64) int8_t a[16 * 32], b[8 * 64];
+  std::fill(std::begin(a), std::end(a), int8_t{1});
+  std::fill(std::begin(b), std::end(b), int8_t{1});
+  _tile_loadconfig(&config);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(6);
+  _tile_zero(7);
+  _tile_loadd(2, a, 32);
+  _tile_loadd(3, a, 32);
+  _tile_loadd(4, b, 64);
+  _tile_loadd(5, b, 64);
+  for (int64_t i = 0; i < iters; ++i) {
+    _tile_dpbssd(0, 2, 4);
+    _tile_dpbssd(1, 3, 5);
+    _tile_dpbssd(6, 2, 5);
+    _tile_dpbssd(7, 3, 4);
+  }
+  alignas(64) int32_t c[16 * 16];
+  float s = 0;
+  _tile_stored(0, c, 64);
+  for (int32_t v : c) s += static_cast<float>(v);
+  _tile_stored(7, c, 64);
+  for (int32_t v : c) s += static_cast<float>(v);
+  _tile_release();
+  return s;
+}
+
 // The peak the GEMM of weights `type` runs on in kernel set `g` (gemm.h): int8 dot products for
-// the quantized types; for BF16 and F16 the path the set takes (GemmKernels::bf16_path, f16_path);
-// f32 FMA otherwise.
+// the quantized types, AMX tiles for Q4_0, Q8_0 and Q4_K where the set runs them so; for BF16 and F16 the
+// path the set takes (GemmKernels::bf16_path, f16_path, int8_path); f32 FMA otherwise.
 inline std::string gemm_peak_name(GgmlType type, const GemmKernels& g) {
-  const std::string bf16 = g.bf16_path, f16 = g.f16_path;
+  const std::string bf16 = g.bf16_path, f16 = g.f16_path, int8 = g.int8_path;
   switch (type) {
+    case GgmlType::Q4_0:
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_K: return int8 == "amx" ? "amx_int8" : "int8_dot";
     case GgmlType::F32: return "fma_f32";
     case GgmlType::F16: return f16 == "amx" ? "amx_f16" : "fma_f32";
     case GgmlType::BF16: return bf16 == "amx" ? "amx_bf16" : bf16 == "vdpbf16ps" ? "bf16_dot" : "fma_f32";
@@ -167,7 +207,7 @@ inline std::string gemm_peak_name(GgmlType type, const GemmKernels& g) {
 }
 
 struct Peak {
-  std::string name;         // "fma_f32", "bf16_dot", "amx_bf16", "amx_f16", "int8_dot"
+  std::string name;         // "fma_f32", "bf16_dot", "amx_bf16", "amx_f16", "amx_int8", "int8_dot"
   std::string instruction;  // what was measured
   double ops_per_iter = 0;  // multiply-add ops (2 per product) of one round of kChains instructions
   float (*loop)(int64_t) = nullptr;
@@ -186,6 +226,7 @@ inline std::vector<Peak> peaks(KernelIsa isa = active_kernel_isa()) {
         p.push_back({"amx_bf16", "tdpbf16ps", 4 * 16 * 16 * 32 * 2.0, amx_bf16});
         p.push_back({"amx_f16", "tdpbf16ps, 4 per F16 product", 4 * 16 * 16 * 32 * 2.0 / 4, amx_bf16});
       }
+      if (f.amx_int8) p.push_back({"amx_int8", "tdpbssd (k = 32)", 4 * 16 * 16 * 32 * 2.0, amx_int8});
       p.push_back({"int8_dot", "vpdpbusd zmm", kChains * 64 * 2.0, vnni512});
       break;
     case KernelIsa::Avx2:

@@ -508,32 +508,49 @@ void amx_pack_q8_0(const ActivationBuffer* acts, int64_t nt, int64_t nb, int8_t*
     }
 }
 
-// Blocks b and b + 1 (when `two`) of activation tiles `a` and weight tiles `w(b)` into C tiles 0
-// and 1 (kSet 0) or 6 and 7 (kSet 1), through A tiles 2-3 and B tiles 4-5. Tile numbers are
-// immediates (GCC's _tile_* macros paste them into the instruction), hence the two copies.
-template <int kSet, class Weights>
+// Blocks b and b + 1 (when `two`) of activation tiles `a` (512 bytes apart) and weight tiles
+// `w(b)` into C tiles 0 and 1 (kSet 0) or 6 and 7 (kSet 1), through A tiles 2-3 and B tiles 4-5:
+// tdpbssd, or tdpbsud for unsigned weight bytes. Tile numbers are immediates (GCC's _tile_*
+// macros paste them into the instruction), hence the copies.
+template <int kSet, bool kUnsignedWeights = false, class Weights>
 KAKEYA_AMX_INT8_TARGET inline void amx_int8_issue(const int8_t* a, Weights w, int64_t b, bool two) {
   if constexpr (kSet == 0) {
     _tile_zero(0);
     _tile_loadd(2, a + b * 512, 32);
     _tile_loadd(4, w(b), 64);
-    _tile_dpbssd(0, 2, 4);
+    if constexpr (kUnsignedWeights) {
+      _tile_dpbsud(0, 2, 4);
+    } else {
+      _tile_dpbssd(0, 2, 4);
+    }
     if (two) {
       _tile_zero(1);
       _tile_loadd(3, a + (b + 1) * 512, 32);
       _tile_loadd(5, w(b + 1), 64);
-      _tile_dpbssd(1, 3, 5);
+      if constexpr (kUnsignedWeights) {
+        _tile_dpbsud(1, 3, 5);
+      } else {
+        _tile_dpbssd(1, 3, 5);
+      }
     }
   } else {
     _tile_zero(6);
     _tile_loadd(2, a + b * 512, 32);
     _tile_loadd(4, w(b), 64);
-    _tile_dpbssd(6, 2, 4);
+    if constexpr (kUnsignedWeights) {
+      _tile_dpbsud(6, 2, 4);
+    } else {
+      _tile_dpbssd(6, 2, 4);
+    }
     if (two) {
       _tile_zero(7);
       _tile_loadd(3, a + (b + 1) * 512, 32);
       _tile_loadd(5, w(b + 1), 64);
-      _tile_dpbssd(7, 3, 5);
+      if constexpr (kUnsignedWeights) {
+        _tile_dpbsud(7, 3, 5);
+      } else {
+        _tile_dpbssd(7, 3, 5);
+      }
     }
   }
 }
@@ -691,36 +708,6 @@ void amx_pack_q8_k(const ActivationBuffer* acts, int64_t nt, int64_t nsb, int8_t
     }
 }
 
-// Sub-blocks u and u + 1 (when `two`) of A tiles `a` (512 bytes apart) and B tiles `w(u)` into C
-// tiles 0 and 1 (kSet 0) or 6 and 7 (kSet 1), through A tiles 2-3 and B tiles 4-5 (as
-// amx_int8_issue, with unsigned weights).
-template <int kSet, class Weights>
-KAKEYA_AMX_INT8_TARGET inline void amx_q4k_issue(const int8_t* a, Weights w, int64_t u, bool two) {
-  if constexpr (kSet == 0) {
-    _tile_zero(0);
-    _tile_loadd(2, a + u * 512, 32);
-    _tile_loadd(4, w(u), 64);
-    _tile_dpbsud(0, 2, 4);
-    if (two) {
-      _tile_zero(1);
-      _tile_loadd(3, a + (u + 1) * 512, 32);
-      _tile_loadd(5, w(u + 1), 64);
-      _tile_dpbsud(1, 3, 5);
-    }
-  } else {
-    _tile_zero(6);
-    _tile_loadd(2, a + u * 512, 32);
-    _tile_loadd(4, w(u), 64);
-    _tile_dpbsud(6, 2, 4);
-    if (two) {
-      _tile_zero(7);
-      _tile_loadd(3, a + (u + 1) * 512, 32);
-      _tile_loadd(5, w(u + 1), 64);
-      _tile_dpbsud(7, 3, 5);
-    }
-  }
-}
-
 // Q4_K weights against the Q8_K activations of the decode path by AMX (see above).
 // REQUIRES: cpu_features().amx_int8.
 KAKEYA_AMX_INT8_TARGET void q4k_amx_gemm(const GemmWeights& w, int64_t r0, int64_t r1, const ActivationBuffer* acts,
@@ -770,9 +757,9 @@ KAKEYA_AMX_INT8_TARGET void q4k_amx_gemm(const GemmWeights& w, int64_t r0, int64
           const int64_t u = 2 * step;
           if (step < steps) {
             if (step % 2 == 1) {
-              amx_q4k_issue<1>(at, weights, u, true);
+              amx_int8_issue<1, true>(at, weights, u, true);
             } else {
-              amx_q4k_issue<0>(at, weights, u, true);
+              amx_int8_issue<0, true>(at, weights, u, true);
             }
           }
           if (step == 0) continue;
