@@ -972,8 +972,10 @@ void kquant_tile(const uint8_t* rows, size_t stride, int64_t row0, int live, int
   constexpr size_t words = T == GgmlType::Q4_K ? Q4kTile<L>::kWords : Q6kTile<L>::kWords;
   for (int64_t s = 0; s < ns; ++s) {
     uint32_t* t = tile + static_cast<size_t>(s) * words;
-    std::memset(t, 0, words * 4);
-    std::memset(chunks, 0, static_cast<size_t>(L) * 64 * 4);
+    if (live < L) {  // (each live row writes all of its words)
+      std::memset(t, 0, words * 4);
+      std::memset(chunks, 0, static_cast<size_t>(L) * 64 * 4);
+    }
     for (int i = 0; i < live; ++i) {
       const uint8_t* blk = rows + static_cast<size_t>(row0 + i) * stride + static_cast<size_t>(sb0 + s) * ggml_block_bytes(T);
       if constexpr (T == GgmlType::Q4_K) {
