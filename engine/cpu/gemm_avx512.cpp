@@ -576,7 +576,7 @@ KAKEYA_AMX_INT8_TARGET void legacy_quant_amx_gemm(const GemmWeights& w, int64_t 
                                                   GemmScratch& s) {
   const int64_t nb = w.n / 32;
   if (amx_nothing_to_multiply(nb, r1 - r0, m, y, ldy)) return;
-  const size_t gbytes = detail::packed_group_bytes(T, w.n), stride = ggml_row_bytes(T, w.n);
+  const size_t gbytes = detail::packed_group_bytes(T, w.n);
   uint8_t* own = w.packed == nullptr ? s.get<uint8_t>(4, gbytes) : nullptr;
   int8_t* panel = T == GgmlType::Q4_0 ? s.get<int8_t>(0, static_cast<size_t>(nb * 512)) : nullptr;
   // Tokens in chunks whose packed activations stay within about 1 MiB (L2): each group, read
@@ -596,13 +596,7 @@ KAKEYA_AMX_INT8_TARGET void legacy_quant_amx_gemm(const GemmWeights& w, int64_t 
     float* da = s.get<float>(2, static_cast<size_t>(tiles * nb * 16));
     amx_pack_q8_0(acts + t0, nt, nb, ap, da);
     for (int64_t g0 = base; g0 < r1; g0 += kPackRows) {
-      const uint8_t* group;
-      if (w.packed != nullptr) {
-        group = w.packed + static_cast<size_t>(g0 / kPackRows) * gbytes;
-      } else {
-        pack_rows(T, w.rows + static_cast<size_t>(g0) * stride, w.n, std::min<int64_t>(kPackRows, r1 - g0), own);
-        group = own;
-      }
+      const uint8_t* group = packed_group_at(w, g0, r1, own);
       if constexpr (T == GgmlType::Q4_0) q4_0_amx_panel(group, nb, panel);
       // GCC's _tile_loadd does not declare the memory it reads: every store above completes
       // before the tile loads below.

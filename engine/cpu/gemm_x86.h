@@ -827,6 +827,16 @@ void packed_micro_n(int mr, const uint8_t* group, int half, int64_t nb, const Ac
   }
 }
 
+// The packed group of Q4_0/Q8_0 rows [g0, g0 + 16): read in place when the matrix is packed (g0 a
+// multiple of 16), else rows [g0, min(g0 + 16, r1)) of the row-major matrix packed into `own`
+// (packed_group_bytes long).
+inline const uint8_t* packed_group_at(const GemmWeights& w, int64_t g0, int64_t r1, uint8_t* own) {
+  if (w.packed != nullptr) return w.packed + static_cast<size_t>(g0 / kPackRows) * detail::packed_group_bytes(w.type, w.n);
+  pack_rows(w.type, w.rows + static_cast<size_t>(g0) * ggml_row_bytes(w.type, w.n), w.n,
+            std::min<int64_t>(kPackRows, r1 - g0), own);
+  return own;
+}
+
 // Rows [r0, r1) of a Q4_0/Q8_0 matrix: packed groups read in place, or row-major rows packed here
 // a group at a time (groups then start at r0).
 template <class V, GgmlType T>
@@ -838,17 +848,10 @@ void packed_gemm(const GemmWeights& w, int64_t r0, int64_t r1, const ActivationB
   const Q8Blocks terms = q8_block_terms<V>(T, acts, n_tokens, nb, s);
   const ActivationBuffer* tok[MR];
   uint8_t* own = w.packed == nullptr ? s.get<uint8_t>(4, gbytes) : nullptr;
-  const size_t stride = ggml_row_bytes(T, w.n);
   // Group g covers rows [base + 16g, base + 16g + 16).
   const int64_t base = w.packed != nullptr ? r0 / kPackRows * kPackRows : r0;
   for (int64_t g0 = base; g0 < r1; g0 += kPackRows) {
-    const uint8_t* group;
-    if (w.packed != nullptr) {
-      group = w.packed + static_cast<size_t>(g0 / kPackRows) * gbytes;
-    } else {
-      pack_rows(T, w.rows + static_cast<size_t>(g0) * stride, w.n, std::min<int64_t>(kPackRows, r1 - g0), own);
-      group = own;
-    }
+    const uint8_t* group = packed_group_at(w, g0, r1, own);
     for (int half = 0; half < kPackRows / L; ++half) {
       const int64_t row0 = g0 + half * L;
       const int64_t lo = std::max(r0, row0), hi = std::min(r1, row0 + L);  // rows of this slice to store
