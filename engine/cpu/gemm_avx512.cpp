@@ -814,12 +814,19 @@ void avx512_floats(const GemmWeights& w, int64_t r0, int64_t r1, const Activatio
   float_weights_gemm<Vec512>(w, r0, r1, acts, n_tokens, y, ldy, s);
 }
 
-// Q4_0, Q8_0 and Q4_K weights by AMX-INT8 where the CPU has it (the kAmx set): true when it ran
-// them. Not where decode_exact asks for a rounding the GEMM does not have (row-major Q8_0:
-// x86_gemm runs the decode kernels) nor for an empty call.
+// Calls of fewer tokens run the VNNI kernels, which give the same bits: AMX computes 16 tokens a
+// tile whatever the call has (speculative verify's blocks are a few tokens). Alternating ar-bench
+// prefill on synth TinyLlama, one thread, AMX against the VNNI kernels (Q4_0 / Q8_0 / Q4_K):
+// 4 tokens 0.71-0.73x / 0.73-0.87x / 0.83x; 8 tokens 0.83-0.86x / 0.96-0.99x / 0.90-1.00x;
+// 10 tokens 1.02-1.05x / 1.17-1.20x / 1.01-1.03x; 16 tokens 1.34-1.35x / 1.50-1.53x / 0.99-1.06x.
+constexpr int64_t kAmxInt8MinTokens = 10;
+
+// Q4_0, Q8_0 and Q4_K weights by AMX-INT8 where the CPU has it (the kAmx set) and the call has
+// kAmxInt8MinTokens tokens or more: true when it ran them. Not where decode_exact asks for a
+// rounding the GEMM does not have (row-major Q8_0: x86_gemm runs the decode kernels).
 bool int8_by_amx(const GemmWeights& w, int64_t r0, int64_t r1, const ActivationBuffer* acts, int64_t n_tokens,
                  float* y, size_t ldy, bool decode_exact, GemmScratch& s) {
-  if (!cpu_features().amx_int8 || r1 <= r0 || n_tokens <= 0) return false;
+  if (!cpu_features().amx_int8 || r1 <= r0 || n_tokens < kAmxInt8MinTokens) return false;
   if (decode_exact && !x86_matches_decode(w.type, w.packed != nullptr)) return false;
   switch (w.type) {
     case GgmlType::Q4_0: legacy_quant_amx_gemm<GgmlType::Q4_0>(w, r0, r1, acts, n_tokens, y, ldy, s); return true;

@@ -363,7 +363,8 @@ TEST(Gemm, AmxF16ProductsAreExact) {
 // set (the same AVX-512 set with FMA for BF16) and the decode kernels give, packed and row-major:
 // one block or super-block (no second C tile), an odd number of blocks, 2048, and 8192 with 150
 // tokens (two chunks of tokens, the last of 22); rows [5, 41) start and end inside groups of 16;
-// with ldy past the range (no stray writes) and 7 tokens at a time. The path each set names is
+// with ldy past the range (no stray writes) and 7 tokens at a time (calls below
+// kAmxInt8MinTokens = 10 tokens run the VNNI kernels: the same bits). The path each set names is
 // checked too.
 TEST(Gemm, AmxInt8GivesTheBitsOfVnniAndOfDecode) {
   if (!kernel_isa_available(KernelIsa::Avx512) || !cpu_features().amx_int8)
