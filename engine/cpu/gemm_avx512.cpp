@@ -268,6 +268,11 @@ bool amx_nothing_to_multiply(int64_t k, int64_t n, int64_t m, float* y, size_t l
   return true;
 }
 
+// GCC's _tile_loadd (amxtileintrin.h) is an asm statement that does not declare the memory it
+// reads, so the compiler may move stores past it: each kernel calls this between writing what
+// its tiles load (packed activations, converted weights) and loading them.
+inline void amx_tile_loads_see_stores() { __asm__ volatile("" ::: "memory"); }
+
 // BF16 weights against the BF16 activations of the decode path by AMX (see above).
 // REQUIRES: cpu_features().amx_bf16.
 KAKEYA_AMX_TARGET void bf16_amx_gemm(const GemmWeights& w, int64_t r0, int64_t r1, const ActivationBuffer* acts,
@@ -308,6 +313,7 @@ KAKEYA_AMX_TARGET void bf16_amx_gemm(const GemmWeights& w, int64_t r0, int64_t r
           std::memcpy(tail + 32 * j, a + static_cast<size_t>(j) * lda + static_cast<size_t>(32 * full_steps),
                       static_cast<size_t>(k - 32 * full_steps) * sizeof(uint16_t));
       }
+      amx_tile_loads_see_stores();
       const size_t a_stride = lda * sizeof(uint16_t), b_stride = static_cast<size_t>(ld) * sizeof(uint32_t);
       for (int64_t i0 = 0; i0 < nt; i0 += 32) {
         _tile_zero(0);
@@ -426,6 +432,7 @@ KAKEYA_AMX_TARGET void f16_amx_gemm(const GemmWeights& w, int64_t r0, int64_t r1
       const int64_t nj = std::min<int64_t>(16, n - j0);
       f16_amx_panel(rows + static_cast<size_t>(j0) * static_cast<size_t>(k), static_cast<size_t>(k), k, nj, steps,
                     panel);
+      amx_tile_loads_see_stores();
       for (int64_t i0 = 0; i0 < nt; i0 += 32) {
         _tile_zero(0);
         _tile_zero(1);
@@ -598,9 +605,7 @@ KAKEYA_AMX_INT8_TARGET void legacy_quant_amx_gemm(const GemmWeights& w, int64_t 
     for (int64_t g0 = base; g0 < r1; g0 += kPackRows) {
       const uint8_t* group = packed_group_at(w, g0, r1, own);
       if constexpr (T == GgmlType::Q4_0) q4_0_amx_panel(group, nb, panel);
-      // GCC's _tile_loadd does not declare the memory it reads: every store above completes
-      // before the tile loads below.
-      __asm__ volatile("" ::: "memory");
+      amx_tile_loads_see_stores();
       auto weights = [&](int64_t b) -> const void* {
         if constexpr (T == GgmlType::Q4_0) return panel + b * 512;
         return group + detail::packed_quants_offset(T, b);
@@ -731,9 +736,7 @@ KAKEYA_AMX_INT8_TARGET void q4k_amx_gemm(const GemmWeights& w, int64_t r0, int64
     for (int64_t g0 = r0; g0 < r1; g0 += L) {
       const int live_rows = static_cast<int>(std::min<int64_t>(L, r1 - g0));
       kquant_tile<Vec512, GgmlType::Q4_K>(w.rows, stride, g0, live_rows, 0, nsb, conv, chunks);
-      // GCC's _tile_loadd does not declare the memory it reads: every store above completes
-      // before the tile loads below.
-      __asm__ volatile("" ::: "memory");
+      amx_tile_loads_see_stores();
       auto weights = [&](int64_t u) -> const void* {
         return Tl::q(conv + static_cast<size_t>(u / 8) * Tl::kWords) + (u % 8) * 8 * L;
       };
