@@ -493,26 +493,34 @@ void q4_0_amx_panel(const uint8_t* group, int64_t nb, int8_t* panel) {
   }
 }
 
-// Tokens [0, nt) of Q8_0 activations as A tiles of 16 tokens: out[(tile·nb + b)·512 + i·32 + e]
-// = qs[e] of block b of token 16·tile + i, and da[(tile·nb + b)·16 + i] its scale as f32; the
-// tokens that pad the last tile 0.
-void amx_pack_q8_0(const ActivationBuffer* acts, int64_t nt, int64_t nb, int8_t* out, float* da) {
+// Tokens [0, nt) as A tiles of 16 tokens × 32 activation bytes, `units` of them per token:
+// out[(tile·units + u)·512 + i·32 + e] = byte e of unit(t, u) for token t = 16·tile + i; the tokens
+// that pad the last tile 0.
+template <class Unit>
+void amx_pack_a_tiles(int64_t nt, int64_t units, int8_t* out, Unit unit) {
   const int64_t tiles = (nt + 15) / 16;
   for (int64_t tile = 0; tile < tiles; ++tile)
     for (int64_t i = 0; i < 16; ++i) {
       const int64_t t = 16 * tile + i;
-      const auto* blocks = t < nt ? reinterpret_cast<const BlockQ8_0*>(acts[t].bytes.data()) : nullptr;
-      for (int64_t b = 0; b < nb; ++b) {
-        const size_t at = static_cast<size_t>(tile * nb + b);
-        if (blocks != nullptr) {
-          std::memcpy(out + at * 512 + static_cast<size_t>(32 * i), blocks[b].qs, 32);
-          da[at * 16 + static_cast<size_t>(i)] = _cvtsh_ss(blocks[b].d);
+      for (int64_t u = 0; u < units; ++u) {
+        int8_t* dst = out + static_cast<size_t>((tile * units + u) * 512 + i * 32);
+        if (t < nt) {
+          std::memcpy(dst, unit(t, u), 32);
         } else {
-          std::memset(out + at * 512 + static_cast<size_t>(32 * i), 0, 32);
-          da[at * 16 + static_cast<size_t>(i)] = 0.0f;
+          std::memset(dst, 0, 32);
         }
       }
     }
+}
+
+// Tokens [0, nt) of Q8_0 activations as A tiles (amx_pack_a_tiles, one unit per block), and
+// da[(tile·nb + b)·16 + i] the scale of block b of token 16·tile + i as f32 (0 for padding).
+void amx_pack_q8_0(const ActivationBuffer* acts, int64_t nt, int64_t nb, int8_t* out, float* da) {
+  auto blocks = [&](int64_t t) { return reinterpret_cast<const BlockQ8_0*>(acts[t].bytes.data()); };
+  amx_pack_a_tiles(nt, nb, out, [&](int64_t t, int64_t b) { return blocks(t)[b].qs; });
+  for (int64_t t = 0; t < (nt + 15) / 16 * 16; ++t)
+    for (int64_t b = 0; b < nb; ++b)
+      da[((t / 16) * nb + b) * 16 + t % 16] = t < nt ? _cvtsh_ss(blocks(t)[b].d) : 0.0f;
 }
 
 // Blocks b and b + 1 (when `two`) of activation tiles `a` (512 bytes apart) and weight tiles
@@ -687,26 +695,6 @@ KAKEYA_AMX_INT8_TARGET void legacy_quant_amx_gemm(const GemmWeights& w, int64_t 
 // stays on vpdpbusd: its sub-blocks of 16 fill half an instruction's k, and the same kernel for
 // them ran 0.92x the VNNI one.
 
-// Tokens [0, nt) of Q8_K activations as A tiles of 16 tokens: sub-block j of super-block s of
-// token 16·tile + i at out[((tile·nsb + s)·8 + j)·512 + i·32]; the tokens that pad the last tile 0.
-void amx_pack_q8_k(const ActivationBuffer* acts, int64_t nt, int64_t nsb, int8_t* out) {
-  const int64_t tiles = (nt + 15) / 16;
-  for (int64_t tile = 0; tile < tiles; ++tile)
-    for (int64_t i = 0; i < 16; ++i) {
-      const int64_t t = 16 * tile + i;
-      const auto* blocks = t < nt ? reinterpret_cast<const BlockQ8_K*>(acts[t].bytes.data()) : nullptr;
-      for (int64_t s = 0; s < nsb; ++s)
-        for (int64_t j = 0; j < 8; ++j) {
-          int8_t* dst = out + static_cast<size_t>(((tile * nsb + s) * 8 + j) * 512 + i * 32);
-          if (blocks != nullptr) {
-            std::memcpy(dst, blocks[s].qs + j * 32, 32);
-          } else {
-            std::memset(dst, 0, 32);
-          }
-        }
-    }
-}
-
 // Q4_K weights against the Q8_K activations of the decode path by AMX (see above).
 // REQUIRES: cpu_features().amx_int8.
 KAKEYA_AMX_INT8_TARGET void q4k_amx_gemm(const GemmWeights& w, int64_t r0, int64_t r1, const ActivationBuffer* acts,
@@ -732,7 +720,11 @@ KAKEYA_AMX_INT8_TARGET void q4k_amx_gemm(const GemmWeights& w, int64_t r0, int64
   for (int64_t t0 = 0; t0 < m; t0 += chunk) {
     const int64_t nt = std::min(chunk, m - t0), tiles = (nt + 15) / 16;
     int8_t* ap = s.get<int8_t>(1, static_cast<size_t>(tiles * nsb * kQK_K * 16));
-    amx_pack_q8_k(acts + t0, nt, nsb, ap);
+    // One unit per sub-block: unit s·8 + j is sub-block j of super-block s.
+    const ActivationBuffer* a = acts + t0;
+    amx_pack_a_tiles(nt, units, ap, [&](int64_t t, int64_t u) {
+      return reinterpret_cast<const BlockQ8_K*>(a[t].bytes.data())[u / 8].qs + (u % 8) * 32;
+    });
     for (int64_t g0 = r0; g0 < r1; g0 += L) {
       const int live_rows = static_cast<int>(std::min<int64_t>(L, r1 - g0));
       kquant_tile<Vec512, GgmlType::Q4_K>(w.rows, stride, g0, live_rows, 0, nsb, conv, chunks);
