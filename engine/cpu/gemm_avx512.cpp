@@ -742,11 +742,9 @@ KAKEYA_AMX_INT8_TARGET void q4k_amx_gemm(const GemmWeights& w, int64_t r0, int64
         std::fill_n(&acc[0][0], 256, 0.0f);
         // Two sub-blocks a step, in C tiles 0-1 and 6-7 by turns, as legacy_quant_amx_gemm.
         const int64_t steps = units / 2;
-        // The next group's rows into L2 during the first tile's steps, for kquant_tile to read
-        // from cache.
-        const int64_t next_rows = tile == 0 ? std::clamp<int64_t>(r1 - g0 - L, 0, L) : 0;
-        const SpreadPrefetch next(next_rows > 0 ? w.rows + static_cast<size_t>(g0 + L) * stride : nullptr,
-                                  static_cast<size_t>(next_rows) * stride, steps);
+        // The next group's rows into L2 during the first tile's steps (NextPanel over rows
+        // [r0, r1), whole rows, a step for a token tile), for kquant_tile to read from cache.
+        NextPanel next(g0 - r0, L, tile == 0 ? r1 - r0 : 0, 0, nsb, nsb, steps, 1);
         for (int64_t step = 0; step <= steps; ++step) {
           const int64_t u = 2 * step;
           if (step < steps) {
@@ -755,7 +753,7 @@ KAKEYA_AMX_INT8_TARGET void q4k_amx_gemm(const GemmWeights& w, int64_t r0, int64
             } else {
               amx_int8_issue<0, true>(at, weights, u, true);
             }
-            next.part(step);
+            next.after_tile([&](int64_t j) { prefetch_l2(w.rows + static_cast<size_t>(r0 + j) * stride, stride); });
           }
           if (step == 0) continue;
           const int64_t pu = u - 2;  // the previous step's first sub-block

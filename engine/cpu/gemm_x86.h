@@ -297,26 +297,6 @@ inline void prefetch_l2(const void* p, size_t bytes) {
     asm volatile("prefetcht1 (%0)" : : "r"(line));
 }
 
-// prefetch_l2 of [p, p + bytes) spread over `parts` calls of part(i), i in [0, parts): each asks
-// for its slice (whole lines), so a kernel can bring the next group of weights into L2 a little
-// at each step of the current one instead of all at once (none when bytes is 0).
-class SpreadPrefetch {
- public:
-  SpreadPrefetch(const void* p, size_t bytes, int64_t parts)
-      : p_(static_cast<const uint8_t*>(p)),
-        bytes_(bytes),
-        slice_(parts > 0 ? (bytes / static_cast<size_t>(parts) + 64) / 64 * 64 : bytes) {}
-  void part(int64_t i) const {
-    const size_t at = static_cast<size_t>(i) * slice_;
-    if (at < bytes_) prefetch_l2(p_ + at, std::min(slice_, bytes_ - at));
-  }
-
- private:
-  const uint8_t* p_;
-  size_t bytes_;
-  size_t slice_;
-};
-
 // The next weight panel of a GEMM that walks panels of `width` rows over [0, n) within a k block
 // [k0, k0 + kc) of [0, k), then the next block: the panel after (j0, k0) is (j0 + width, k0), or
 // (0, k0 + kc) after the last one (none after the last block). Its rows are prefetched into L2
@@ -1134,17 +1114,16 @@ void kquant_gemm(const GemmWeights& w, int64_t r0, int64_t r1, const ActivationB
     for (int64_t sb0 = 0; sb0 < nsb; sb0 += kSuperBlocks) {
       const int64_t ns = std::min(kSuperBlocks, nsb - sb0);
       kquant_tile<V, T>(w.rows, stride, row0, live, sb0, ns, tile, chunks);
-      // The next rows' same super-blocks into L2 during these token tiles, for kquant_tile to
-      // read from cache: rows are stride apart, so one slice per row.
-      const int64_t next_live = std::clamp<int64_t>(r1 - row0 - L, 0, L);
-      const int64_t tiles = (n_tokens + MR - 1) / MR;
+      // The next rows' same super-blocks into L2 during these token tiles (NextPanel over rows
+      // [r0, r1) within this block of super-blocks only), for kquant_tile to read from cache.
+      NextPanel next(row0 - r0, L, r1 - r0, sb0, ns, sb0 + ns, n_tokens, MR);
       const size_t block = ggml_block_bytes(T);
-      const uint8_t* next_rows =
-          next_live > 0 ? w.rows + static_cast<size_t>(row0 + L) * stride + static_cast<size_t>(sb0) * block : nullptr;
       for (int64_t t0 = 0; t0 < n_tokens; t0 += MR) {
         const int mr = static_cast<int>(std::min<int64_t>(MR, n_tokens - t0));
-        for (int64_t i = t0 / MR; i < next_live; i += tiles)
-          prefetch_l2(next_rows + static_cast<size_t>(i) * stride, static_cast<size_t>(ns) * block);
+        next.after_tile([&](int64_t j) {
+          prefetch_l2(w.rows + static_cast<size_t>(r0 + j) * stride + static_cast<size_t>(sb0) * block,
+                      static_cast<size_t>(ns) * block);
+        });
         typename V::F acc[MR];
         for (int i = 0; i < mr; ++i) {
           tok[i] = acts + t0 + i;
