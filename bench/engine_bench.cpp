@@ -771,7 +771,7 @@ int run(Args a) {
           std::printf("\n");
         }
       }
-      if (!dec_ratio_same.empty() || (n_prompts > 0 && !dec_at_ratio_same[0].empty()))
+      if (n_prompts > 0 && (!dec_ratio_same.empty() || !dec_at_ratio_same[0].empty()))
         std::printf("%-6s %3d same-window rounds: decode %zu of %zu, ratio %.2f; after pp%d %zu of %zu, ratio %.2f\n",
                     type.c_str(), t, dec_ratio_same.size(), dec_ratio.size(),
                     dec_ratio_same.empty() ? 0.0 : median(dec_ratio_same), a.prompt_tokens[0],
@@ -924,7 +924,9 @@ int main(int argc, char** argv) {
                  "depths against kakeya's (decode.at_depth)")
       ->check(CLI::ExistingFile);
   app.add_option("--arm-triad-reps", a.arm_triad_reps,
-                 "Triad passes just before each arm of a round, recorded as rounds[].triad_gb_s (0: none)")
+                 "Triad and read-stream passes just before each arm of a round, and read-stream passes after it, "
+                 "recorded as rounds[].triad_gb_s, read_gb_s and read_probes_gb_s (0: none, and no same-window "
+                 "figures)")
       ->capture_default_str()
       ->check(CLI::Range(0, 100));
   app.add_option("--window-tolerance", a.window_tolerance,
