@@ -24,6 +24,10 @@
 #include "engine/cpu/quant.h"
 #include "engine/cpu/quant_internal.h"
 
+// vdpbf16ps (AVX512-BF16) is used only inside functions with this attribute, entered only after
+// cpu_features().avx512bf16 (the file's flags do not include it).
+#define KAKEYA_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
 #if defined(__clang__)
 #pragma clang fp contract(off)
 #endif
@@ -356,9 +360,49 @@ void rows_dense16(Dense16Order order, const void* w, int64_t n, int64_t r0, int6
       });
 }
 
+// BF16 rows against BF16 activations by vdpbf16ps (kOneRow on CPUs with AVX512-BF16, i.e. Zen 4):
+// one row after the other, four 16-lane f32 accumulators over 128-column steps, then 32-column
+// steps into the first, the lanes summed, then the scalar tail. Per lane and step the instruction
+// adds the odd column's product and then the even one's (Intel SDM VDPBF16PS; Zen 4 gives the same
+// bits), each product exact (8 x 8 significand bits) and each add rounded to nearest even, with
+// denormal inputs and results flushed to zero. So against the FMA kernel (dense_rows) the products
+// are the same and the accumulation pairs neighbouring columns in a lane. The row is prefetched
+// kBf16DotPrefetch bytes ahead into L2. One instruction per 32 columns, where dense_rows converts
+// both operands (two instructions each) and issues two FMAs: on the 2-core Zen 4 VM, one thread
+// sweeping 60 matrices of 5632x2048 from memory, alternating sweep by sweep (medians of 7), it read
+// 28.5 GB/s where dense_rows read 26.9 in a fast hour and 26.4 where it read 22.1 in a slow one
+// (from L2: 74-80 against 35); llama.cpp's BF16 decode takes the same instruction.
+constexpr size_t kBf16DotPrefetch = 2048;
+
+KAKEYA_BF16_TARGET void rows_bf16_dot(const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act,
+                                      float* y) {
+  const uint16_t* x = reinterpret_cast<const uint16_t*>(act.bytes.data());
+  const size_t stride = ggml_row_bytes(GgmlType::BF16, n);
+  const auto pair32 = [](const uint16_t* p) { return (__m512bh)_mm512_loadu_si512(p); };
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint16_t* row =
+        reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(w) + static_cast<size_t>(r) * stride);
+    __m512 acc[4];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) acc[j] = _mm512_setzero_ps();
+    int64_t k = 0;
+    for (; k + 128 <= n; k += 128) {
+      prefetch_lines<256>(reinterpret_cast<const uint8_t*>(row + k) + kBf16DotPrefetch);
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], pair32(row + k + 32 * j), pair32(x + k + 32 * j));
+    }
+    for (; k + 32 <= n; k += 32) acc[0] = _mm512_dpbf16_ps(acc[0], pair32(row + k), pair32(x + k));
+    float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+    for (int64_t i = k; i < n; ++i) s += bf16_scalar(row[i]) * bf16_scalar(x[i]);
+    y[r - r0] = s;
+  }
+}
+
 void matvec_dense16(Dense16Order order, GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1,
                     const ActivationBuffer& act, float* y) {
   if (type == GgmlType::F16) return rows_dense16<f16x16, f16_scalar>(order, w, n, r0, r1, act, y);
+  static const bool bf16_dot = cpu_features().avx512bf16;
+  if (order == Dense16Order::kOneRow && bf16_dot) return rows_bf16_dot(w, n, r0, r1, act, y);
   rows_dense16<bf16x16, bf16_scalar>(order, w, n, r0, r1, act, y);
 }
 
