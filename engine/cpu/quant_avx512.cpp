@@ -363,14 +363,15 @@ void rows_dense16(Dense16Order order, const void* w, int64_t n, int64_t r0, int6
 // BF16 rows against BF16 activations by vdpbf16ps (kOneRow on CPUs with AVX512-BF16, i.e. Zen 4):
 // one row after the other, four 16-lane f32 accumulators over 128-column steps, then 32-column
 // steps into the first, the lanes summed, then the scalar tail. Per lane and step the instruction
-// adds the odd column's product and then the even one's (Intel SDM VDPBF16PS; Zen 4 gives the same
-// bits), each product exact (8 x 8 significand bits) and each add rounded to nearest even, with
-// denormal inputs and results flushed to zero. So against the FMA kernel (dense_rows) the products
-// are the same and the accumulation pairs neighbouring columns in a lane. The row is prefetched
-// kBf16DotPrefetch bytes ahead into L2. One instruction per 32 columns, where dense_rows converts
-// both operands (two instructions each) and issues two FMAs: on the 2-core Zen 4 VM, one thread
-// sweeping 60 matrices of 5632x2048 from memory, alternating sweep by sweep (medians of 7), it read
-// 28.5 GB/s where dense_rows read 26.9 in a fast hour and 26.4 where it read 22.1 in a slow one
+// adds the odd column's product and then the even one's (Intel SDM VDPBF16PS; Zen 4 gave the same
+// bits as that order on 3.2 million random lanes), each product exact (8 x 8 significand bits) and
+// each add rounded to nearest even, with denormal inputs and results flushed to zero. So against
+// the FMA kernel (dense_rows) the products are the same and the accumulation pairs neighbouring
+// columns in a lane. The row is prefetched kBf16DotPrefetch bytes ahead into L2. One instruction
+// per 32 columns, where dense_rows converts both operands (two instructions each) and issues two
+// FMAs: on the 2-core Zen 4 VM, one thread sweeping 60 matrices of 5632x2048 from memory,
+// alternating sweep by sweep (medians of 7), prefetched 1-4 KiB ahead it read 28.3-28.5 GB/s where
+// dense_rows read 26.9 in a fast window, and 26.1-26.4 (1-2 KiB) where it read 22.1 in a slow one
 // (from L2: 74-80 against 35); llama.cpp's BF16 decode takes the same instruction.
 constexpr size_t kBf16DotPrefetch = 2048;
 
