@@ -4,6 +4,11 @@
 
 #include <string>
 
+#if defined(__x86_64__)
+// The attribute of functions that issue vdpbf16ps, in files compiled without -mavx512bf16.
+#define KAKEYA_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+#endif
+
 namespace kakeya::engine {
 
 struct CpuFeatures {
@@ -15,7 +20,9 @@ struct CpuFeatures {
   bool avx512bw = false;
   bool avx512vl = false;
   bool avx512vnni = false;
-  bool avx512bf16 = false;  // vdpbf16ps (the AVX-512 GEMM's BF16 kernel on AMD CPUs)
+  // vdpbf16ps: the AVX-512 GEMM's BF16 kernel on AMD CPUs, and the BF16 mat-vec on Zen 4; code
+  // that issues it carries KAKEYA_BF16_TARGET (below) and is entered only when this is true.
+  bool avx512bf16 = false;
   // AMX-TILE + AMX-BF16 (tdpbf16ps, Intel Sapphire Rapids and later) with the tile state enabled
   // by the OS (XCR0 bits 17-18) and granted to this process: on Linux (5.16 and later) a process
   // must ask for the tile data state before its first tile instruction, and detection asks once

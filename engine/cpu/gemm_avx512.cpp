@@ -22,8 +22,6 @@ namespace {
 // f32 (8-bit significands), sums rounded to nearest even with denormals flushed (the
 // instruction's definition). Panels hold pairs of k: panel[p][j] = (W[j][2p], W[j][2p+1]).
 
-#define KAKEYA_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
-
 constexpr int64_t kPairsKc = kKc / 2;  // pairs of k per panel
 
 // The dword panel of rows [j0, j0 + nj) (up to 32) × pairs [p0, p0 + np) of bf16 rows `w`

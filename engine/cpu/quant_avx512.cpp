@@ -24,10 +24,6 @@
 #include "engine/cpu/quant.h"
 #include "engine/cpu/quant_internal.h"
 
-// vdpbf16ps (AVX512-BF16) is used only inside functions with this attribute, entered only after
-// cpu_features().avx512bf16 (the file's flags do not include it).
-#define KAKEYA_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
-
 #if defined(__clang__)
 #pragma clang fp contract(off)
 #endif
