@@ -196,6 +196,9 @@ CpuBackend::CpuBackend(int threads, bool pack_weights, MatmulMode batched_matmul
   info_.threads = pool_.n_threads();
   info_.options = {{"weight_layout", pack_weights ? "packed" : "row-major"},
                    {"batched_matmul", matmul_mode_name(batched_matmul)}};
+  // The F16/BF16 mat-vec kernel (quant.h Dense16Kernel; kDense16Env can name another).
+  if (active_kernel_isa() == KernelIsa::Avx512)
+    info_.options["dense16_kernel"] = dense16_kernel_name(avx512_dense16_kernel());
   s_.thread_f32.resize(static_cast<size_t>(pool_.n_threads()));
   s_.thread_scores.resize(static_cast<size_t>(pool_.n_threads()));
   s_.gemm.resize(static_cast<size_t>(pool_.n_threads()));
@@ -213,6 +216,14 @@ Result<std::unique_ptr<Backend>> open_cpu_backend(const BackendOptions& o) {
   if (const char* unnamed = kernel_isa_cap(&cap); unnamed != nullptr) {
     return make_error("bad_param", std::string("cpu backend: ") + kKernelIsaEnv + " \"" + unnamed +
                                        "\" is not avx512, avx2 or portable");
+  }
+  Dense16Kernel dense16;
+  if (const char* unnamed = dense16_env(&dense16); unnamed != nullptr) {
+    return make_error("bad_param", std::string("cpu backend: ") + kDense16Env + " \"" + unnamed +
+                                       "\" is not one-row or two-streams, optionally followed by +fma or +vdpbf16ps" +
+                                       (std::strstr(unnamed, "vdpbf16ps") != nullptr && !cpu_features().avx512bf16
+                                            ? " (this CPU has no AVX512-BF16)"
+                                            : ""));
   }
   KAKEYA_ASSIGN_OR_RETURN(MatmulMode mode, parse_matmul_mode(o.batched_matmul));
   KAKEYA_TRY(check_sgemm_threads(mode, o.threads, openblas_get_parallel()));

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string_view>
 #include <vector>
 
 #include "engine/cpu/cpu_features.h"
@@ -686,6 +687,61 @@ void matvec(GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1, con
 
 Dense16Order dense16_order_for(const CpuFeatures& features) {
   return features.amd() && !features.amd_zen5_or_later() ? Dense16Order::kOneRow : Dense16Order::kTwoStreams;
+}
+
+namespace {
+// BF16's product by the rule for an order.
+Bf16Product bf16_product_for(Dense16Order order, const CpuFeatures& features) {
+  return order == Dense16Order::kOneRow && features.avx512bf16 ? Bf16Product::kDot : Bf16Product::kFma;
+}
+}  // namespace
+
+Dense16Kernel dense16_kernel_for(const CpuFeatures& features) {
+  const Dense16Order order = dense16_order_for(features);
+  return {order, bf16_product_for(order, features)};
+}
+
+bool parse_dense16(const char* value, const CpuFeatures& features, Dense16Kernel* kernel) {
+  if (value == nullptr || *value == '\0') {
+    *kernel = dense16_kernel_for(features);
+    return true;
+  }
+  const std::string_view v(value);
+  const size_t plus = v.find('+');
+  const std::string_view order = v.substr(0, plus);
+  Dense16Kernel k;
+  if (order == "one-row") {
+    k.order = Dense16Order::kOneRow;
+  } else if (order == "two-streams") {
+    k.order = Dense16Order::kTwoStreams;
+  } else {
+    return false;
+  }
+  k.bf16 = bf16_product_for(k.order, features);
+  if (plus != std::string_view::npos) {
+    const std::string_view product = v.substr(plus + 1);
+    if (product == "fma") {
+      k.bf16 = Bf16Product::kFma;
+    } else if (product == "vdpbf16ps" && features.avx512bf16) {
+      k.bf16 = Bf16Product::kDot;
+    } else {
+      return false;
+    }
+  }
+  *kernel = k;
+  return true;
+}
+
+std::string dense16_kernel_name(Dense16Kernel kernel) {
+  return std::string(kernel.order == Dense16Order::kOneRow ? "one-row" : "two-streams") +
+         (kernel.bf16 == Bf16Product::kDot ? "+vdpbf16ps" : "+fma");
+}
+
+const char* dense16_env(Dense16Kernel* kernel) {
+  const char* env = std::getenv(kDense16Env);
+  if (parse_dense16(env, cpu_features(), kernel)) return nullptr;
+  *kernel = dense16_kernel_for(cpu_features());
+  return env;
 }
 
 }  // namespace kakeya::engine

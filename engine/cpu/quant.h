@@ -40,6 +40,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "engine/ggml_types.h"
@@ -250,9 +251,10 @@ struct QuantKernels {
 const QuantKernels& quant_kernels(KernelIsa isa);
 
 // How the Avx512 set's F16/BF16 mat-vec walks the rows [r0, r1); both orders give bit-identical
-// results (the same products and the same 4 × 16-lane f32 accumulation per row), except BF16 in
-// kOneRow on a CPU with AVX512-BF16 (Zen 4), which runs vdpbf16ps: the same exact products, each
-// lane adding a pair of neighbouring columns per step (quant_avx512.cpp rows_bf16_dot). On the
+// results (the same products and the same 4 × 16-lane f32 accumulation per row), except BF16 by
+// vdpbf16ps (Bf16Product::kDot below; by the rule, kOneRow on a CPU with AVX512-BF16: Zen 4): the
+// same exact products, each lane adding a pair of neighbouring columns per step (quant_avx512.cpp
+// rows_bf16_dot), the same bits in either order. On the
 // 2-core Zen 4 VM, synth TinyLlama BF16 decode (`ar-bench -p 1 -n 32 -r 3`, alternating, either
 // binary first) one thread 11.1-12.7 -> 11.9-13.7 tok/s, faster in 7 of 7 pairs (median 1.07x),
 // two threads within the bus's noise (median 1.03x, 4 of 7).
@@ -276,17 +278,54 @@ const QuantKernels& quant_kernels(KernelIsa isa);
 //   with 8 layers, 12 reps: BF16 one thread 29.9 -> 32.5 and 27.2 -> 29.8, two threads 43.1 ->
 //   54.1 and 40.3 -> 42.7; F16 30.5 -> 32.7, 29.4 -> 33.8, 37.3 -> 38.2, 37.7 -> 42.1.
 enum class Dense16Order { kTwoStreams, kOneRow };
+// How the Avx512 set multiplies BF16 rows: widened to f32 and multiplied by FMA (the F16 rows'
+// kernel; bit-identical in either order), or by vdpbf16ps (AVX512-BF16; the pairing above, the
+// same bits in either order). F16 rows always take FMA.
+enum class Bf16Product { kFma, kDot };
+// An order and, for BF16 rows, a product.
+struct Dense16Kernel {
+  Dense16Order order = Dense16Order::kTwoStreams;
+  Bf16Product bf16 = Bf16Product::kFma;
+  bool operator==(const Dense16Kernel&) const = default;
+};
 struct CpuFeatures;
 // The order for a CPU: kOneRow on AMD CPUs before Zen 5 (family < 26), kTwoStreams elsewhere
 // (Intel, and AMD from Zen 5 on). Pure; portable code.
 Dense16Order dense16_order_for(const CpuFeatures& features);
-// The order the Avx512 set uses on this CPU: dense16_order_for(cpu_features()), chosen once.
+// The kernel for a CPU: dense16_order_for(features), and vdpbf16ps for BF16 where that order is
+// kOneRow and the CPU has AVX512-BF16 (Zen 4); FMA elsewhere, Zen 5 included, where vdpbf16ps
+// decode has not been measured. On the 2-core Zen 4 VM, synth TinyLlama BF16 decode (`ar-bench
+// -p 1 -n 32 -r 3`, the four kernels in rotating order, 6 rounds; tok/s median and range): one
+// thread one-row+vdpbf16ps 14.3 (13.9-14.9), one-row+fma 13.6 (12.5-13.7), two-streams+vdpbf16ps
+// 11.2 (10.6-11.5), two-streams+fma 10.8 (10.6-11.3); two threads 16.1-17.1 for all four, each
+// ranging 15-25 with the bus. Pure; portable code.
+Dense16Kernel dense16_kernel_for(const CpuFeatures& features);
+
+// The environment variable that replaces that rule, as kKernelIsaEnv caps the kernel set: to
+// measure the kernels against each other on one machine (bench/README.md), or to keep the faster
+// one on a CPU the rule has not been measured on. Values: "one-row" or "two-streams" (the order,
+// BF16's product by the rule for that order: vdpbf16ps with one-row where the CPU has
+// AVX512-BF16), or either followed by "+fma" or "+vdpbf16ps" (BF16's product too). Unset or
+// empty: the rule. Read once, with the kernels; a value that names no kernel this CPU can run
+// ("+vdpbf16ps" without AVX512-BF16) changes nothing there, and the CPU backend refuses to open
+// with it (open_cpu_backend: "bad_param" naming the value).
+inline constexpr const char* kDense16Env = "KAKEYA_DENSE16";
+// The kernel a kDense16Env value names on a CPU with `features` (empty: the rule), or false when
+// it names none or one the CPU cannot run. Pure; portable code.
+bool parse_dense16(const char* value, const CpuFeatures& features, Dense16Kernel* kernel);
+// The kernel as a kDense16Env value names it in full: "one-row+vdpbf16ps", "two-streams+fma", ...
+std::string dense16_kernel_name(Dense16Kernel kernel);
+// Reads kDense16Env for this CPU: *kernel = the kernel it names, or dense16_kernel_for(
+// cpu_features()) when it is unset or empty. Returns nullptr, or the variable's value when it
+// names no kernel this CPU can run (*kernel is then the rule's).
+const char* dense16_env(Dense16Kernel* kernel);
+// The kernel the Avx512 set uses on this CPU: dense16_env's, chosen once.
 // REQUIRES: kernel_isa_available(KernelIsa::Avx512) (compiled with the AVX-512 flags).
-Dense16Order avx512_dense16_order();
-// The Avx512 set's F16/BF16 mat-vec in a given order (tests and benches): y[r - r0] = row r · x.
+Dense16Kernel avx512_dense16_kernel();
+// The Avx512 set's F16/BF16 mat-vec by a given kernel (tests and benches): y[r - r0] = row r · x.
 // REQUIRES: kernel_isa_available(KernelIsa::Avx512); type F16 or BF16; act from
-// quantize_activations(type, ...).
-void avx512_matvec_dense16(Dense16Order order, GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1,
+// quantize_activations(type, ...); kernel.bf16 == kDot only where cpu_features().avx512bf16.
+void avx512_matvec_dense16(Dense16Kernel kernel, GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1,
                            const ActivationBuffer& act, float* y);
 
 // How the Avx512 set's packed mat-vec (Q4_0, Q8_0; layout above) reads a matrix. All give the same

@@ -3,7 +3,7 @@
 // build (quant_lanes_avx512.cpp), and the attention dot, e^x sum, 1/sum scaling and SwiGLU (bit
 // for bit the AVX2 and portable sets'); everything else is the AVX2 set. This file is compiled with
 // -mavx512f -mavx512bw -mavx512vl -mavx512vnni (plus the AVX2 flags) and only entered through
-// detail::avx512_kernels() and the Dense16Order functions of quant.h, after
+// detail::avx512_kernels() and the Dense16Kernel functions of quant.h, after
 // cpu_features().can_run_avx512().
 //
 // One 64-byte load of a packed group holds the same 4 bytes of 16 rows (layout in quant.h);
@@ -356,51 +356,93 @@ void rows_dense16(Dense16Order order, const void* w, int64_t n, int64_t r0, int6
       });
 }
 
-// BF16 rows against BF16 activations by vdpbf16ps (kOneRow on CPUs with AVX512-BF16, i.e. Zen 4):
-// one row after the other, four 16-lane f32 accumulators over 128-column steps, then 32-column
-// steps into the first, the lanes summed, then the scalar tail. Per lane and step the instruction
-// adds the odd column's product and then the even one's (Intel SDM VDPBF16PS; Zen 4 gave the same
-// bits as that order on 3.2 million random lanes), each product exact (8 x 8 significand bits) and
-// each add rounded to nearest even, with denormal inputs and results flushed to zero. So against
-// the FMA kernel (dense_rows) the products are the same and the accumulation pairs neighbouring
-// columns in a lane. The row is prefetched kBf16DotPrefetch bytes ahead into L2. One instruction
-// per 32 columns, where dense_rows converts both operands (two instructions each) and issues two
-// FMAs: on the 2-core Zen 4 VM, one thread sweeping 60 matrices of 5632x2048 from memory,
-// alternating sweep by sweep (medians of 7), prefetched 1-4 KiB ahead it read 28.3-28.5 GB/s where
-// dense_rows read 26.9 in a fast window, and 26.1-26.4 (1-2 KiB) where it read 22.1 in a slow one
-// (from L2: 74-80 against 35); llama.cpp's BF16 decode takes the same instruction.
+// BF16 rows against BF16 activations by vdpbf16ps (Bf16Product::kDot; by the rule, kOneRow on CPUs
+// with AVX512-BF16, i.e. Zen 4): per row four 16-lane f32 accumulators over 128-column steps, then
+// 32-column steps into the first, the lanes summed, then the scalar tail. Per lane and step the
+// instruction adds the odd column's product and then the even one's (Intel SDM VDPBF16PS; Zen 4
+// gave the same bits as that order on 3.2 million random lanes), each product exact (8 x 8
+// significand bits) and each add rounded to nearest even, with denormal inputs and results flushed
+// to zero. So against the FMA kernel (dense_rows) the products are the same and the accumulation
+// pairs neighbouring columns in a lane. One instruction per 32 columns, where dense_rows converts
+// both operands (two instructions each) and issues two FMAs: on the 2-core Zen 4 VM, one thread
+// sweeping 60 matrices of 5632x2048 from memory, alternating sweep by sweep (medians of 7),
+// prefetched 1-4 KiB ahead it read 28.3-28.5 GB/s where dense_rows read 26.9 in a fast window, and
+// 26.1-26.4 (1-2 KiB) where it read 22.1 in a slow one (from L2: 74-80 against 35); llama.cpp's
+// BF16 decode takes the same instruction.
+//   R = 1 (kOneRow): one row after the other, each prefetched kBf16DotPrefetch bytes ahead into L2.
+//   R = 2 (kTwoStreams): rows a and b of two_streams() together, sharing the activation loads, each
+//     prefetched prefetch_bytes() ahead as dense_rows does in that order. Each row's arithmetic is
+//     the R = 1 row's, so both give the same bits.
 constexpr size_t kBf16DotPrefetch = 2048;
 
-KAKEYA_BF16_TARGET void rows_bf16_dot(const void* w, int64_t n, int64_t r0, int64_t r1, const ActivationBuffer& act,
-                                      float* y) {
-  const uint16_t* x = reinterpret_cast<const uint16_t*>(act.bytes.data());
-  const size_t stride = ggml_row_bytes(GgmlType::BF16, n);
+template <int R>
+KAKEYA_BF16_TARGET inline void bf16_dot_rows(const uint16_t* const* rows, const uint16_t* x, int64_t n, size_t pf,
+                                             float* out) {
   const auto pair32 = [](const uint16_t* p) { return (__m512bh)_mm512_loadu_si512(p); };
-  for (int64_t r = r0; r < r1; ++r) {
-    const uint16_t* row =
-        reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(w) + static_cast<size_t>(r) * stride);
-    __m512 acc[4];
+  __m512 acc[R][4];
 #pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) acc[j] = _mm512_setzero_ps();
-    int64_t k = 0;
-    for (; k + 128 <= n; k += 128) {
-      prefetch_lines<256>(reinterpret_cast<const uint8_t*>(row + k) + kBf16DotPrefetch);
+  for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-      for (int j = 0; j < 4; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], pair32(row + k + 32 * j), pair32(x + k + 32 * j));
+    for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_setzero_ps();
+  int64_t k = 0;
+  for (; k + 128 <= n; k += 128) {
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) prefetch_lines<256>(reinterpret_cast<const uint8_t*>(rows[r] + k) + pf);
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      const __m512bh xv = pair32(x + k + 32 * j);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) acc[r][j] = _mm512_dpbf16_ps(acc[r][j], pair32(rows[r] + k + 32 * j), xv);
     }
-    for (; k + 32 <= n; k += 32) acc[0] = _mm512_dpbf16_ps(acc[0], pair32(row + k), pair32(x + k));
-    float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
-    for (int64_t i = k; i < n; ++i) s += bf16_scalar(row[i]) * bf16_scalar(x[i]);
-    y[r - r0] = s;
+  }
+  for (; k + 32 <= n; k += 32) {
+    const __m512bh xv = pair32(x + k);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) acc[r][0] = _mm512_dpbf16_ps(acc[r][0], pair32(rows[r] + k), xv);
+  }
+  for (int r = 0; r < R; ++r) {
+    float s =
+        _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]), _mm512_add_ps(acc[r][2], acc[r][3])));
+    for (int64_t i = k; i < n; ++i) s += bf16_scalar(rows[r][i]) * bf16_scalar(x[i]);
+    out[r] = s;
   }
 }
 
-void matvec_dense16(Dense16Order order, GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1,
+KAKEYA_BF16_TARGET void rows_bf16_dot(Dense16Order order, const void* w, int64_t n, int64_t r0, int64_t r1,
+                                      const ActivationBuffer& act, float* y) {
+  const uint16_t* x = reinterpret_cast<const uint16_t*>(act.bytes.data());
+  const size_t stride = ggml_row_bytes(GgmlType::BF16, n);
+  const auto row = [&](int64_t r) {
+    return reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(w) + static_cast<size_t>(r) * stride);
+  };
+  if (order == Dense16Order::kOneRow) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const uint16_t* rows[1] = {row(r)};
+      bf16_dot_rows<1>(rows, x, n, kBf16DotPrefetch, y + (r - r0));
+    }
+    return;
+  }
+  const size_t pf = prefetch_bytes();
+  two_streams(
+      r0, r1,
+      [&](int64_t a, int64_t b) {
+        const uint16_t* rows[2] = {row(a), row(b)};
+        float out[2];
+        bf16_dot_rows<2>(rows, x, n, pf, out);
+        y[a - r0] = out[0];
+        y[b - r0] = out[1];
+      },
+      [&](int64_t a) {
+        const uint16_t* rows[1] = {row(a)};
+        bf16_dot_rows<1>(rows, x, n, pf, y + (a - r0));
+      });
+}
+
+void matvec_dense16(Dense16Kernel kernel, GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1,
                     const ActivationBuffer& act, float* y) {
-  if (type == GgmlType::F16) return rows_dense16<f16x16, f16_scalar>(order, w, n, r0, r1, act, y);
-  static const bool bf16_dot = cpu_features().avx512bf16;
-  if (order == Dense16Order::kOneRow && bf16_dot) return rows_bf16_dot(w, n, r0, r1, act, y);
-  rows_dense16<bf16x16, bf16_scalar>(order, w, n, r0, r1, act, y);
+  if (type == GgmlType::F16) return rows_dense16<f16x16, f16_scalar>(kernel.order, w, n, r0, r1, act, y);
+  if (kernel.bf16 == Bf16Product::kDot) return rows_bf16_dot(kernel.order, w, n, r0, r1, act, y);
+  rows_dense16<bf16x16, bf16_scalar>(kernel.order, w, n, r0, r1, act, y);
 }
 
 // ---- Q4_K / Q6_K against Q8_K activations (bit-identical to the portable kernels) ----
@@ -778,7 +820,7 @@ void avx512_matvec(GgmlType type, const void* w, int64_t n, int64_t r0, int64_t 
                    float* y) {
   switch (type) {
     case GgmlType::F16:
-    case GgmlType::BF16: return matvec_dense16(avx512_dense16_order(), type, w, n, r0, r1, act, y);
+    case GgmlType::BF16: return matvec_dense16(avx512_dense16_kernel(), type, w, n, r0, r1, act, y);
     case GgmlType::Q4_K: return rows_q4_k(w, n, r0, r1, act, y);
     case GgmlType::Q6_K: return rows_q6_k(w, n, r0, r1, act, y);
     default: break;
@@ -952,14 +994,18 @@ void avx512_matvec_packed_path(PackedPath path, GgmlType type, const uint8_t* pa
   packed_q8_0(one_stream, packed, n, r0, r1, act, y);
 }
 
-Dense16Order avx512_dense16_order() {
-  static const Dense16Order order = dense16_order_for(cpu_features());
-  return order;
+Dense16Kernel avx512_dense16_kernel() {
+  static const Dense16Kernel kernel = [] {
+    Dense16Kernel k;
+    dense16_env(&k);
+    return k;
+  }();
+  return kernel;
 }
 
-void avx512_matvec_dense16(Dense16Order order, GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1,
+void avx512_matvec_dense16(Dense16Kernel kernel, GgmlType type, const void* w, int64_t n, int64_t r0, int64_t r1,
                            const ActivationBuffer& act, float* y) {
-  matvec_dense16(order, type, w, n, r0, r1, act, y);
+  matvec_dense16(kernel, type, w, n, r0, r1, act, y);
 }
 
 namespace detail {

@@ -682,17 +682,73 @@ TEST(Quant, Dense16OrderIsOneRowOnlyOnAmdBeforeZen5) {
   EXPECT_EQ(dense16_order_for(CpuFeatures{}), Dense16Order::kTwoStreams);
 }
 
+// BF16's product by the rule: vdpbf16ps only where the order is one row at a time and the CPU has
+// AVX512-BF16 (Zen 4); FMA on Zen 5 and Intel even with AVX512-BF16, and without it.
+TEST(Quant, Dense16KernelTakesVdpbf16psOnlyWithOneRowAndAvx512Bf16) {
+  CpuFeatures f;
+  f.vendor = "AuthenticAMD";
+  f.family = 25;
+  EXPECT_EQ(dense16_kernel_for(f), (Dense16Kernel{Dense16Order::kOneRow, Bf16Product::kFma}));
+  f.avx512bf16 = true;
+  EXPECT_EQ(dense16_kernel_for(f), (Dense16Kernel{Dense16Order::kOneRow, Bf16Product::kDot}));
+  f.family = 26;
+  EXPECT_EQ(dense16_kernel_for(f), (Dense16Kernel{Dense16Order::kTwoStreams, Bf16Product::kFma}));
+  f.vendor = "GenuineIntel";
+  f.family = 6;
+  EXPECT_EQ(dense16_kernel_for(f), (Dense16Kernel{Dense16Order::kTwoStreams, Bf16Product::kFma}));
+}
+
+// KAKEYA_DENSE16's values: an order alone (BF16's product by the rule for that order), or an order
+// and a product; anything else, or vdpbf16ps on a CPU without AVX512-BF16, names no kernel and
+// leaves *kernel as it was.
+TEST(Quant, Dense16EnvValuesNameAnOrderAndAProduct) {
+  CpuFeatures zen5;
+  zen5.vendor = "AuthenticAMD";
+  zen5.family = 26;
+  zen5.avx512bf16 = true;
+  const Dense16Kernel kOneDot{Dense16Order::kOneRow, Bf16Product::kDot};
+  const Dense16Kernel kOneFma{Dense16Order::kOneRow, Bf16Product::kFma};
+  const Dense16Kernel kTwoDot{Dense16Order::kTwoStreams, Bf16Product::kDot};
+  const Dense16Kernel kTwoFma{Dense16Order::kTwoStreams, Bf16Product::kFma};
+  const std::vector<std::pair<const char*, Dense16Kernel>> named = {
+      {nullptr, kTwoFma},          {"", kTwoFma},
+      {"one-row", kOneDot},        {"two-streams", kTwoFma},
+      {"one-row+fma", kOneFma},    {"one-row+vdpbf16ps", kOneDot},
+      {"two-streams+fma", kTwoFma}, {"two-streams+vdpbf16ps", kTwoDot}};
+  for (const auto& [value, want] : named) {
+    Dense16Kernel k{Dense16Order::kOneRow, Bf16Product::kFma};
+    EXPECT_TRUE(parse_dense16(value, zen5, &k)) << (value ? value : "(unset)");
+    EXPECT_EQ(k, want) << (value ? value : "(unset)");
+  }
+  for (const char* bad : {"one_row", "One-Row", "two-streams+", "+fma", "one-row+fma+fma", "two-streams+amx",
+                          "one-row ", "two"}) {
+    Dense16Kernel k = kTwoDot;
+    EXPECT_FALSE(parse_dense16(bad, zen5, &k)) << bad;
+    EXPECT_EQ(k, kTwoDot) << bad;
+  }
+  CpuFeatures no_bf16 = zen5;
+  no_bf16.avx512bf16 = false;
+  Dense16Kernel k = kTwoFma;
+  EXPECT_FALSE(parse_dense16("one-row+vdpbf16ps", no_bf16, &k));
+  EXPECT_TRUE(parse_dense16("one-row", no_bf16, &k));
+  EXPECT_EQ(k, kOneFma);
+}
+
 // The AVX-512 F16/BF16 mat-vec walks rows in two orders (two far streams with widened activations,
 // or one row at a time with half activations); the vendor and family rule picks one, and both must
 // give the same bits for every row of every range, the 64- and 16-column steps and the scalar tail
-// alike. The exception: BF16 in kOneRow on a CPU with AVX512-BF16 runs vdpbf16ps, whose lanes pair
-// neighbouring columns; there each row must give the same bits whatever range it is computed in,
-// and lie within the f32 summation bound of the exact dot product (the products are exact).
+// alike. BF16 by vdpbf16ps (on a CPU with AVX512-BF16) pairs neighbouring columns in its lanes:
+// there both orders must give the same bits as each other, for every row whatever range it is
+// computed in, and lie within the f32 summation bound of the exact dot product (the products are
+// exact). The set's vec_dot agrees with the kernel it uses.
 TEST(Quant, Avx512DenseRowOrdersAreBitIdentical) {
   if (!kernel_isa_available(KernelIsa::Avx512)) GTEST_SKIP() << "CPU cannot run the AVX-512 kernels";
-  EXPECT_EQ(avx512_dense16_order(), dense16_order_for(cpu_features()))
+  Dense16Kernel from_env;
+  dense16_env(&from_env);
+  EXPECT_EQ(avx512_dense16_kernel(), from_env)
       << "vendor " << cpu_features().vendor << " family " << cpu_features().family;
   std::mt19937 rng(7);
+  const bool has_dot = cpu_features().avx512bf16;
   for (GgmlType type : {GgmlType::F16, GgmlType::BF16}) {
     for (int64_t n : std::vector<int64_t>{8, 16, 40, 100, 112, 1000, 2048}) {
       SCOPED_TRACE(std::string(ggml_type_name(type)) + " n=" + std::to_string(n));
@@ -705,20 +761,30 @@ TEST(Quant, Avx512DenseRowOrdersAreBitIdentical) {
       const auto x = random_activations(n, static_cast<uint32_t>(n) + 1, 0.7f);
       ActivationBuffer act;
       quant_kernels(KernelIsa::Avx512).quantize_activations(type, x.data(), n, act);
-      const bool bf16_dot = type == GgmlType::BF16 && cpu_features().avx512bf16;
-      std::vector<float> whole_one(static_cast<size_t>(rows));
-      avx512_matvec_dense16(Dense16Order::kOneRow, type, w.data(), n, 0, rows, act, whole_one.data());
+      const Dense16Kernel one_fma{Dense16Order::kOneRow, Bf16Product::kFma};
+      const Dense16Kernel two_fma{Dense16Order::kTwoStreams, Bf16Product::kFma};
+      const Dense16Kernel one_dot{Dense16Order::kOneRow, Bf16Product::kDot};
+      const Dense16Kernel two_dot{Dense16Order::kTwoStreams, Bf16Product::kDot};
+      const bool dot = type == GgmlType::BF16 && has_dot;
+      std::vector<float> whole_one(static_cast<size_t>(rows)), whole_dot(static_cast<size_t>(rows));
+      avx512_matvec_dense16(one_fma, type, w.data(), n, 0, rows, act, whole_one.data());
+      if (dot) avx512_matvec_dense16(one_dot, type, w.data(), n, 0, rows, act, whole_dot.data());
       for (auto [r0, r1] : std::vector<std::pair<int64_t, int64_t>>{{0, rows}, {3, 36}, {5, 6}, {10, 20}}) {
-        std::vector<float> two(static_cast<size_t>(r1 - r0), -1.0f), one(two.size(), -2.0f);
-        avx512_matvec_dense16(Dense16Order::kTwoStreams, type, w.data(), n, r0, r1, act, two.data());
-        avx512_matvec_dense16(Dense16Order::kOneRow, type, w.data(), n, r0, r1, act, one.data());
-        for (size_t i = 0; i < two.size(); ++i) {
+        const size_t m = static_cast<size_t>(r1 - r0);
+        std::vector<float> two(m, -1.0f), one(m, -2.0f), two_d(m, -3.0f), one_d(m, -4.0f);
+        avx512_matvec_dense16(two_fma, type, w.data(), n, r0, r1, act, two.data());
+        avx512_matvec_dense16(one_fma, type, w.data(), n, r0, r1, act, one.data());
+        if (dot) {
+          avx512_matvec_dense16(two_dot, type, w.data(), n, r0, r1, act, two_d.data());
+          avx512_matvec_dense16(one_dot, type, w.data(), n, r0, r1, act, one_d.data());
+        }
+        for (size_t i = 0; i < m; ++i) {
           const int64_t r = r0 + static_cast<int64_t>(i);
           EXPECT_EQ(std::memcmp(&one[i], &whole_one[static_cast<size_t>(r)], 4), 0) << "row " << r;
-          if (!bf16_dot) {
-            EXPECT_EQ(std::memcmp(&two[i], &one[i], 4), 0) << "row " << r << ": " << two[i] << " vs " << one[i];
-            continue;
-          }
+          EXPECT_EQ(std::memcmp(&two[i], &one[i], 4), 0) << "row " << r << ": " << two[i] << " vs " << one[i];
+          if (!dot) continue;
+          EXPECT_EQ(std::memcmp(&one_d[i], &whole_dot[static_cast<size_t>(r)], 4), 0) << "row " << r;
+          EXPECT_EQ(std::memcmp(&two_d[i], &one_d[i], 4), 0) << "row " << r << ": " << two_d[i] << " vs " << one_d[i];
           const uint8_t* row = w.data() + static_cast<size_t>(r) * ggml_row_bytes(type, n);
           double exact = 0.0, magnitude = 0.0;
           for (int64_t k = 0; k < n; ++k) {
@@ -731,11 +797,13 @@ TEST(Quant, Avx512DenseRowOrdersAreBitIdentical) {
           }
           // Recursive f32 summation of n exact terms: |error| <= (n - 1) u sum|p| (u = 2^-24).
           const double bound = static_cast<double>(n) * std::ldexp(1.0, -24) * magnitude;
+          EXPECT_LE(std::fabs(static_cast<double>(one_d[i]) - exact), bound) << "row " << r;
           EXPECT_LE(std::fabs(static_cast<double>(one[i]) - exact), bound) << "row " << r;
-          EXPECT_LE(std::fabs(static_cast<double>(two[i]) - exact), bound) << "row " << r;
         }
-        // Each agrees with the set's own vec_dot when it is the order the set takes.
-        const std::vector<float>& chosen = avx512_dense16_order() == Dense16Order::kOneRow ? one : two;
+        // Each agrees with the set's own vec_dot when it is the kernel the set takes.
+        const Dense16Kernel chosen_kernel = avx512_dense16_kernel();
+        const bool chosen_dot = type == GgmlType::BF16 && chosen_kernel.bf16 == Bf16Product::kDot;
+        const std::vector<float>& chosen = chosen_dot ? one_d : one;
         for (int64_t r = r0; r < r1; ++r) {
           const float d = quant_kernels(KernelIsa::Avx512).vec_dot(
               type, w.data() + static_cast<size_t>(r) * ggml_row_bytes(type, n), act);

@@ -154,6 +154,34 @@ TEST(EngineCli, KakeyaCpuIsaCapsTheKernelSetAndRefusesOtherNames) {
   EXPECT_NE(bad.err.find("KAKEYA_CPU_ISA \"avx9\""), std::string::npos) << bad.err;
 }
 
+// KAKEYA_DENSE16 names the AVX-512 set's F16/BF16 mat-vec kernel (engine/cpu/quant.h
+// Dense16Kernel): the report's engine.options.dense16_kernel says which ran, in full; a value
+// that names no kernel is refused, naming it. Without the AVX-512 set the option is absent.
+TEST(EngineCli, KakeyaDense16NamesTheKernelAndRefusesOtherValues) {
+  const std::vector<std::string> args = {(binary_dir() / "kakeya-engine").string(),
+                                         "generate", "-m", stories(), "-p", "Once upon a time", "-n", "2", "-t", "1",
+                                         "--json"};
+  auto plain = run_cmd(args, {}, 300);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const json plain_rep = json::parse(plain.out);
+  const json& options = plain_rep["engine"]["options"];
+  if (plain_rep["engine"]["kernel_isa"] != "avx512") {
+    EXPECT_FALSE(options.contains("dense16_kernel")) << options.dump();
+    return;
+  }
+  const std::string rule = options["dense16_kernel"];
+  EXPECT_TRUE(rule == "one-row+vdpbf16ps" || rule == "one-row+fma" || rule == "two-streams+fma") << rule;
+  for (const auto& [value, want] : std::vector<std::pair<std::string, std::string>>{
+           {"two-streams+fma", "two-streams+fma"}, {"one-row+fma", "one-row+fma"}, {"", rule}}) {
+    auto r = run_cmd(args, {{"KAKEYA_DENSE16", value}}, 300);
+    ASSERT_EQ(r.exit_code, 0) << value << ": " << r.err;
+    EXPECT_EQ(json::parse(r.out)["engine"]["options"]["dense16_kernel"], want) << value;
+  }
+  auto bad = run_cmd(args, {{"KAKEYA_DENSE16", "one_row"}}, 300);
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("KAKEYA_DENSE16 \"one_row\""), std::string::npos) << bad.err;
+}
+
 TEST(EngineCli, QuantizeWritesTheCopyInLlamaQuantizeArgumentOrderAndRefusesBadArguments) {
   TempDir dir;
   const std::string out = (dir.path() / "q8.gguf").string();
