@@ -23,6 +23,9 @@
 //        decode arm, per round and per engine (near 1: the engine's decode waits on the bus),
 //        prefill efficiency = prefill FLOP/s ÷ sgemm FLOP/s (model-shaped, same threads) and
 //        ÷ the roofline peak of the instruction the type's GEMM runs on (roofline_peak_for);
+//      With --variant-env KEY=VALUE each round also runs kakeya's decode arm with that variable set
+//      (e.g. KAKEYA_DENSE16=two-streams+vdpbf16ps, another mat-vec kernel), between the two engines'
+//      decode arms, and records its ratios to llama.cpp and to kakeya as it is (decode.variant);
 //   5. oversubscription: one spinning child process, then decode at --threads 2 vs 1.
 // Prints a table and writes --out (default bench/results/engine-<host>.json). Never asserts.
 #include <cblas.h>
@@ -35,6 +38,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -93,6 +97,7 @@ struct Args {
   std::string batched_matmul = "auto";  // ar-bench --batched-matmul
   std::string llama_bench;              // llama.cpp's llama-bench binary, or "" (not run)
   std::string llama_batched_bench;      // llama.cpp's llama-batched-bench binary, or "" (not run)
+  std::string variant_env;              // KEY=VALUE: a third decode arm, kakeya with it set ("": none)
   int roofline_reps = 5;
   bool oversubscribed = true;
   std::string oversub_type = "q4_0";
@@ -286,11 +291,19 @@ struct ChildResult {
 };
 
 // Runs argv (no shell) and waits; peak RSS of that child from wait4. The child's stdout (its own
-// table) goes to `stdout_path` ("" drops it); its stderr (progress) passes through.
-ChildResult run_child(const std::vector<std::string>& argv, const std::string& stdout_path = "") {
+// table) goes to `stdout_path` ("" drops it); its stderr (progress) passes through. Its environment
+// is this process's, with `set_env` (KEY=VALUE, or "") replacing any KEY there.
+ChildResult run_child(const std::vector<std::string>& argv, const std::string& stdout_path = "",
+                      const std::string& set_env = "") {
   std::vector<char*> av;
   for (const auto& s : argv) av.push_back(const_cast<char*>(s.c_str()));
   av.push_back(nullptr);
+  std::vector<char*> envp;
+  const std::string key = set_env.substr(0, set_env.find('=') + 1);  // "KEY=" ("" when none)
+  for (char** e = environ; *e != nullptr; ++e)
+    if (key.empty() || std::strncmp(*e, key.c_str(), key.size()) != 0) envp.push_back(*e);
+  if (!set_env.empty()) envp.push_back(const_cast<char*>(set_env.c_str()));
+  envp.push_back(nullptr);
   ChildResult r;
   pid_t pid = 0;
   const auto t0 = Clock::now();
@@ -298,7 +311,7 @@ ChildResult run_child(const std::vector<std::string>& argv, const std::string& s
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, stdout_path.empty() ? "/dev/null" : stdout_path.c_str(),
                                    O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  const int rc = posix_spawn(&pid, av[0], &fa, nullptr, av.data(), environ);
+  const int rc = posix_spawn(&pid, av[0], &fa, nullptr, av.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) return r;
   int status = 0;
@@ -345,9 +358,10 @@ std::string join(const std::vector<int>& v) {
   return s;
 }
 
-// ar-bench at `prompts` (prompt lengths, tokens) on `threads` threads.
+// ar-bench at `prompts` (prompt lengths, tokens) on `threads` threads, with `set_env` (KEY=VALUE or
+// "") in its environment.
 Result<ArRun> ar_bench(const Args& a, const std::string& model, int threads, int samples, const std::string& tag,
-                       const std::vector<int>& prompts) {
+                       const std::vector<int>& prompts, const std::string& set_env = "") {
   const fs::path out = fs::path(a.cache_dir) / ("ar-" + tag);
   fs::remove_all(out);
   const int longest = *std::max_element(prompts.begin(), prompts.end());
@@ -357,7 +371,7 @@ Result<ArRun> ar_bench(const Args& a, const std::string& model, int threads, int
                                    std::to_string(longest + a.gen_tokens + 16), "--batched-matmul", a.batched_matmul,
                                    "--out", out.string()};
   ArRun r;
-  r.child = run_child(argv);
+  r.child = run_child(argv, "", set_env);
   if (r.child.status != 0)
     return make_error("child_failed", "ar-bench exited with " + std::to_string(r.child.status) + " on " + model);
   std::ifstream in(out / "report.json");
@@ -505,7 +519,7 @@ int run(Args a) {
                  {"gen_tokens", a.gen_tokens}, {"samples", a.samples}, {"rounds", a.rounds}, {"arm_triad_reps", a.arm_triad_reps},
                  {"window_tolerance", a.window_tolerance},
                  {"batched_matmul", a.batched_matmul}, {"engine", a.engine}, {"llama_bench", a.llama_bench},
-                 {"llama_batched_bench", a.llama_batched_bench}};
+                 {"llama_batched_bench", a.llama_batched_bench}, {"variant_env", a.variant_env}};
 
   std::map<int, double> bw, sg;  // threads -> triad GB/s, model-shaped sgemm GFLOP/s
   // Model-shaped sgemm: the prompt's tokens against ffn_up (n_ff × n_embd) of the shape.
@@ -583,6 +597,9 @@ int run(Args a) {
       // Per prompt length: tok/s of each round, both engines, and the per-round ratios.
       std::vector<std::vector<double>> pre(n_prompts), pre_s(n_prompts), pre_llama(n_prompts), pre_ratio(n_prompts);
       std::vector<double> dec, dec_llama, dec_ratio, dec_read_eff, dec_llama_read_eff;
+      // The --variant-env decode arm: tok/s, over llama.cpp's and over kakeya's of the same round.
+      std::vector<double> dec_var, dec_var_ratio, dec_var_vs_kakeya;
+      json variant_engine;  // the variant arm's engine report (kernel set, options), last round
       // Decode after each prompt length (kakeya's prefill arm; llama-batched-bench's runs).
       std::vector<std::vector<double>> dec_at(n_prompts), dec_at_llama(n_prompts), dec_at_ratio(n_prompts);
       // The same ratios over the rounds whose two arms met one bus window (same_window below).
@@ -617,7 +634,7 @@ int run(Args a) {
           const double v = read_probe();
           if (decode) arm_read[arm] = v;
         };
-        std::optional<ArRun> kd, kp;
+        std::optional<ArRun> kd, kp, kvar;
         std::optional<LlamaRun> ld, lp;
         std::optional<LlamaDepthRun> ldeep;
         auto kakeya_arm = [&](bool decode) {
@@ -659,8 +676,22 @@ int run(Args a) {
           if (!decode) rj["llama"]["load"] = read_first_line("/proc/loadavg");
           return true;
         };
+        // The variant's decode arm runs between the two engines' decode arms, whichever goes first;
+        // it has no probe of its own (the read probes stay five a round).
+        auto variant_arm = [&] {
+          if (a.variant_env.empty()) return true;
+          auto res = ar_bench(a, model_path(a, type), t, a.samples, tag + "-variant-tg",
+                              std::vector<int>{kDecodePromptTokens}, a.variant_env);
+          if (!res.ok()) {
+            std::cerr << "engine_bench: " << a.variant_env << ": " << res.error().str() << "\n";
+            return false;
+          }
+          kvar = std::move(*res);
+          return true;
+        };
         for (bool decode : {true, false}) {
-          const bool ok = llama_first ? llama_arm(decode) && kakeya_arm(decode) : kakeya_arm(decode) && llama_arm(decode);
+          const bool ok = llama_first ? llama_arm(decode) && (!decode || variant_arm()) && kakeya_arm(decode)
+                                      : kakeya_arm(decode) && (!decode || variant_arm()) && llama_arm(decode);
           if (!ok) return 1;
         }
         if (a.arm_triad_reps > 0) read_probe();
@@ -689,6 +720,13 @@ int run(Args a) {
         }
         dec.push_back(arm_median(kd->report, "decode_tok_s", aggregate_index(kd->report, kDecodePromptTokens)));
         rj["kakeya"]["tg" + std::to_string(a.gen_tokens)] = dec.back();
+        if (kvar) {
+          dec_var.push_back(
+              arm_median(kvar->report, "decode_tok_s", aggregate_index(kvar->report, kDecodePromptTokens)));
+          rj["variant"]["tg" + std::to_string(a.gen_tokens)] = dec_var.back();
+          if (dec.back() > 0) dec_var_vs_kakeya.push_back(dec_var.back() / dec.back());
+          variant_engine = kvar->report["engine"];
+        }
         for (size_t i = 0; i < n_prompts; ++i) {
           const int L = a.prompt_tokens[i];
           const std::string key = "tg" + std::to_string(a.gen_tokens) + "_after_pp" + std::to_string(L);
@@ -712,6 +750,7 @@ int run(Args a) {
           dec_llama.push_back(v);
           if (v > 0) dec_ratio.push_back(dec.back() / v);
           if (v > 0 && decode_same) dec_ratio_same.push_back(dec.back() / v);
+          if (v > 0 && kvar) dec_var_ratio.push_back(dec_var.back() / v);
           for (const auto& [k, v_pp] : lp->tok_s) rj["llama"][k] = v_pp;
           for (const auto& [k, v_tg] : ld->tok_s) rj["llama"][k] = v_tg;
           if (!lp->rows.empty())
@@ -795,6 +834,16 @@ int run(Args a) {
         at_depth.push_back(d);
       }
       decode["at_depth"] = at_depth;
+      if (!a.variant_env.empty()) {
+        decode["variant"] = {{"env", a.variant_env},
+                             {"engine", variant_engine},
+                             {"tok_s", stats_json(dec_var)},
+                             {"ratio_vs_kakeya", stats_json(dec_var_vs_kakeya)}};
+        if (!a.llama_bench.empty()) decode["variant"]["ratio_vs_llama"] = stats_json(dec_var_ratio);
+        std::printf("%-6s %3d variant %s: decode %.2f tok/s, vs_llama %.2f, vs_kakeya %.2f (medians of rounds)\n",
+                    type.c_str(), t, a.variant_env.c_str(), median(dec_var),
+                    dec_var_ratio.empty() ? 0.0 : median(dec_var_ratio), median(dec_var_vs_kakeya));
+      }
       if (!a.llama_bench.empty()) {
         decode["llama_tok_s"] = stats_json(dec_llama);
         decode["llama_weight_gb_s"] = c.weight_bytes_per_token * median(dec_llama) / 1e9;
@@ -923,6 +972,19 @@ int main(int argc, char** argv) {
                  "--gen-tokens after every --prompt-tokens length with it, and the JSON records decode at those "
                  "depths against kakeya's (decode.at_depth)")
       ->check(CLI::ExistingFile);
+  app.add_option("--variant-env", a.variant_env,
+                 "KEY=VALUE: each round also runs kakeya's decode arm with that environment variable set (e.g. "
+                 "KAKEYA_DENSE16=two-streams+vdpbf16ps), between the two engines' decode arms; the JSON records its "
+                 "ratios to llama.cpp and to kakeya as it is (decode.variant)")
+      ->check([](const std::string& v) {
+        const size_t eq = v.find('=');
+        if (eq == 0 || eq == std::string::npos) return std::string("expected KEY=VALUE, got \"") + v + "\"";
+        for (size_t i = 0; i < eq; ++i)
+          if (!(std::isupper(static_cast<unsigned char>(v[i])) || std::isdigit(static_cast<unsigned char>(v[i])) ||
+                v[i] == '_'))
+            return std::string("KEY of \"") + v + "\" is not [A-Z0-9_]+";
+        return std::string();
+      });
   app.add_option("--arm-triad-reps", a.arm_triad_reps,
                  "Triad and read-stream passes just before each arm of a round, and read-stream passes after it, "
                  "recorded as rounds[].triad_gb_s, read_gb_s and read_probes_gb_s (0: none, and no same-window "

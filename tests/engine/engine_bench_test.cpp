@@ -1,0 +1,136 @@
+// kakeya_engine_bench end to end on a tiny synth shape, with a stand-in for llama.cpp's llama-bench
+// printing fixed rates: the JSON's shape, and the ratio arithmetic of --variant-env's third decode
+// arm (run with the variable set, recorded against llama.cpp and against kakeya as it is). Never a
+// speed: only that the rates are positive and the ratios are the rates' quotients.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runner/process.h"
+#include "tests/harness/paths.h"
+
+namespace kakeya::engine {
+namespace {
+
+struct BenchRun {
+  int exit_code = -1;
+  std::string err;
+};
+
+BenchRun run_bench(const std::vector<std::string>& args) {
+  runner::ProcessSpec spec;
+  spec.argv = {(testing::binary_dir() / "bench" / "kakeya_engine_bench").string()};
+  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+  spec.env = runner::current_environment();
+  spec.timeout_s = 300;
+  BenchRun r;
+  auto p = runner::Process::spawn(spec, [&](int stream, std::string_view d) {
+    if (stream == 2) r.err.append(d);
+  });
+  if (!p.ok()) {
+    r.err = p.error().str();
+    return r;
+  }
+  r.exit_code = p.value()->wait().exit_code;
+  return r;
+}
+
+// llama-bench's `-o json` rows (n_prompt/n_gen/avg_ts) at fixed rates: pp16 at 400, tg4 at 20.
+std::filesystem::path fake_llama_bench(const std::filesystem::path& dir) {
+  const auto path = dir / "llama-bench";
+  std::ofstream f(path);
+  f << "#!/bin/sh\n"
+       "cat <<'EOF'\n"
+       "[{\"build_commit\": \"c392e50\", \"cpu_info\": \"stand-in\", \"n_threads\": 1, \"n_prompt\": 16, "
+       "\"n_gen\": 0, \"avg_ts\": 400.0},\n"
+       " {\"build_commit\": \"c392e50\", \"cpu_info\": \"stand-in\", \"n_threads\": 1, \"n_prompt\": 0, "
+       "\"n_gen\": 4, \"avg_ts\": 20.0}]\n"
+       "EOF\n";
+  f.close();
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  return path;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+std::vector<std::string> tiny_args(const std::filesystem::path& dir) {
+  return {"--shape", "custom", "--types", "f16", "--threads", "1", "--rounds", "2", "--triad-mib", "1",
+          "--triad-reps", "1", "--sgemm-square", "32", "--sgemm-reps", "1", "--roofline-reps", "1",
+          "--prompt-tokens", "16", "--gen-tokens", "4", "--samples", "1", "--arm-triad-reps", "1",
+          "--oversubscribed", "0", "--cache-dir", (dir / "cache").string(), "--llama-bench",
+          fake_llama_bench(dir).string()};
+}
+
+// With --variant-env KAKEYA_CPU_ISA=portable the third arm runs the portable kernels (its engine
+// report says so), every round records its decode rate, and its ratios are its rate over the
+// stand-in's 20 tok/s and over kakeya's rate in the same round.
+TEST(EngineBench, VariantEnvAddsADecodeArmWithItsOwnRatios) {
+  if (!std::filesystem::exists(testing::binary_dir() / "bench" / "kakeya_engine_bench"))
+    GTEST_SKIP() << "kakeya_engine_bench is not built (needs -DKAKEYA_BENCH=ON)";
+  testing::TempDir tmp("engine-bench");
+  const auto out = tmp.path() / "engine-bench.json";
+  auto args = tiny_args(tmp.path());
+  args.insert(args.end(), {"--variant-env", "KAKEYA_CPU_ISA=portable", "--out", out.string()});
+  const BenchRun r = run_bench(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream f(out);
+  const nlohmann::json j = nlohmann::json::parse(f);
+  EXPECT_EQ(j.at("config").at("variant_env"), "KAKEYA_CPU_ISA=portable");
+  ASSERT_EQ(j.at("models").size(), 1u);
+  const nlohmann::json& run = j.at("models")[0].at("runs").at(0);
+  const nlohmann::json& decode = run.at("decode");
+  const nlohmann::json& variant = decode.at("variant");
+  EXPECT_EQ(variant.at("env"), "KAKEYA_CPU_ISA=portable");
+  EXPECT_EQ(variant.at("engine").at("kernel_isa"), "portable");
+  if (run.at("engine").at("kernel_isa") != "portable") {
+    EXPECT_NE(run.at("engine").at("kernel_isa"), variant.at("engine").at("kernel_isa")) << "kakeya's own arm is unset";
+  }
+  const nlohmann::json& rounds = run.at("rounds");
+  ASSERT_EQ(rounds.size(), 2u);
+  std::vector<double> var, vs_llama, vs_kakeya;
+  for (const nlohmann::json& round : rounds) {
+    const double v = round.at("variant").at("tg4").get<double>();
+    const double k = round.at("kakeya").at("tg4").get<double>();
+    EXPECT_GT(v, 0.0);
+    EXPECT_GT(k, 0.0);
+    EXPECT_EQ(round.at("llama").at("tg4"), 20.0);
+    var.push_back(v);
+    vs_llama.push_back(v / 20.0);
+    vs_kakeya.push_back(v / k);
+  }
+  EXPECT_EQ(variant.at("tok_s").at("n"), 2);
+  EXPECT_DOUBLE_EQ(variant.at("tok_s").at("median").get<double>(), median(var));
+  EXPECT_EQ(variant.at("ratio_vs_llama").at("n"), 2);
+  EXPECT_DOUBLE_EQ(variant.at("ratio_vs_llama").at("median").get<double>(), median(vs_llama));
+  EXPECT_EQ(variant.at("ratio_vs_kakeya").at("n"), 2);
+  EXPECT_DOUBLE_EQ(variant.at("ratio_vs_kakeya").at("median").get<double>(), median(vs_kakeya));
+  // Five read probes a round still (the variant arm has none of its own).
+  EXPECT_EQ(rounds[0].at("read_probes_gb_s").size(), 5u);
+}
+
+// A --variant-env that is not KEY=VALUE with KEY in [A-Z0-9_]+ is refused before anything runs.
+TEST(EngineBench, VariantEnvMustBeKeyEqualsValue) {
+  if (!std::filesystem::exists(testing::binary_dir() / "bench" / "kakeya_engine_bench"))
+    GTEST_SKIP() << "kakeya_engine_bench is not built (needs -DKAKEYA_BENCH=ON)";
+  testing::TempDir tmp("engine-bench-bad");
+  for (const std::string bad : {"KAKEYA_DENSE16", "=one-row", "kakeya_dense16=one-row", "A B=1"}) {
+    auto args = tiny_args(tmp.path());
+    args.insert(args.end(), {"--variant-env", bad, "--out", (tmp.path() / "x.json").string()});
+    const BenchRun r = run_bench(args);
+    EXPECT_NE(r.exit_code, 0) << bad;
+    EXPECT_NE(r.err.find("--variant-env"), std::string::npos) << bad << ": " << r.err;
+    EXPECT_FALSE(std::filesystem::exists(tmp.path() / "x.json")) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace kakeya::engine
