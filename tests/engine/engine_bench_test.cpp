@@ -12,49 +12,25 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runner/process.h"
+#include "tests/engine/bench_tools.h"
 #include "tests/harness/paths.h"
 
 namespace kakeya::engine {
 namespace {
 
-struct BenchRun {
-  int exit_code = -1;
-  std::string err;
-};
+using test::BenchRun;
 
 BenchRun run_bench(const std::vector<std::string>& args) {
-  runner::ProcessSpec spec;
-  spec.argv = {(testing::binary_dir() / "bench" / "kakeya_engine_bench").string()};
-  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
-  spec.env = runner::current_environment();
-  spec.timeout_s = 300;
-  BenchRun r;
-  auto p = runner::Process::spawn(spec, [&](int stream, std::string_view d) {
-    if (stream == 2) r.err.append(d);
-  });
-  if (!p.ok()) {
-    r.err = p.error().str();
-    return r;
-  }
-  r.exit_code = p.value()->wait().exit_code;
-  return r;
+  return test::run_bench_tool("kakeya_engine_bench", args, 300);
 }
 
-// llama-bench's `-o json` rows (n_prompt/n_gen/avg_ts) at fixed rates: pp16 at 400, tg4 at 20.
+// llama-bench's rows at fixed rates: pp16 at 400 tok/s, tg4 at 20.
 std::filesystem::path fake_llama_bench(const std::filesystem::path& dir) {
-  const auto path = dir / "llama-bench";
-  std::ofstream f(path);
-  f << "#!/bin/sh\n"
-       "cat <<'EOF'\n"
-       "[{\"build_commit\": \"c392e50\", \"cpu_info\": \"stand-in\", \"n_threads\": 1, \"n_prompt\": 16, "
-       "\"n_gen\": 0, \"avg_ts\": 400.0},\n"
-       " {\"build_commit\": \"c392e50\", \"cpu_info\": \"stand-in\", \"n_threads\": 1, \"n_prompt\": 0, "
-       "\"n_gen\": 4, \"avg_ts\": 20.0}]\n"
-       "EOF\n";
-  f.close();
-  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
-  return path;
+  return test::fake_llama_bench(dir,
+                                "[{\"build_commit\": \"c392e50\", \"cpu_info\": \"stand-in\", \"n_threads\": 1, "
+                                "\"n_prompt\": 16, \"n_gen\": 0, \"avg_ts\": 400.0},\n"
+                                " {\"build_commit\": \"c392e50\", \"cpu_info\": \"stand-in\", \"n_threads\": 1, "
+                                "\"n_prompt\": 0, \"n_gen\": 4, \"avg_ts\": 20.0}]");
 }
 
 double median(std::vector<double> v) {

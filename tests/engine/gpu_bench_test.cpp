@@ -10,34 +10,17 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runner/process.h"
 #include "tests/engine/backends.h"
+#include "tests/engine/bench_tools.h"
 #include "tests/harness/paths.h"
 
 namespace kakeya::engine {
 namespace {
 
-struct BenchRun {
-  int exit_code = -1;
-  std::string err;
-};
+using test::BenchRun;
 
 BenchRun run_bench(const std::vector<std::string>& args) {
-  runner::ProcessSpec spec;
-  spec.argv = {(testing::binary_dir() / "bench" / "kakeya_gpu_bench").string()};
-  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
-  spec.env = runner::current_environment();
-  spec.timeout_s = 120;
-  BenchRun r;
-  auto p = runner::Process::spawn(spec, [&](int stream, std::string_view d) {
-    if (stream == 2) r.err.append(d);
-  });
-  if (!p.ok()) {
-    r.err = p.error().str();
-    return r;
-  }
-  r.exit_code = p.value()->wait().exit_code;
-  return r;
+  return test::run_bench_tool("kakeya_gpu_bench", args, 120);
 }
 
 std::string skip_reason() {
@@ -56,19 +39,12 @@ void expect_stats(const nlohmann::json& s, const std::string& unit, size_t n, co
   EXPECT_GE(s.at("max").get<double>(), s.at("median").get<double>()) << what;
 }
 
-// A stand-in for llama.cpp's llama-bench on a machine without it: prints the JSON array its
-// `-o json` prints (n_prompt/n_gen/avg_ts rows) with fixed rates, so the ratios are checkable.
+// A stand-in for llama.cpp's llama-bench with fixed rates, so the ratios are checkable.
 std::filesystem::path fake_llama_bench(const std::filesystem::path& dir) {
-  const auto path = dir / "llama-bench";
-  std::ofstream f(path);
-  f << "#!/bin/sh\n"
-       "cat <<'EOF'\n"
-       "[{\"build_commit\": \"c392e50\", \"backends\": \"Vulkan\", \"n_prompt\": 16, \"n_gen\": 0, \"avg_ts\": 1000.0},\n"
-       " {\"build_commit\": \"c392e50\", \"backends\": \"Vulkan\", \"n_prompt\": 0, \"n_gen\": 8, \"avg_ts\": 50.0}]\n"
-       "EOF\n";
-  f.close();
-  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
-  return path;
+  return test::fake_llama_bench(
+      dir,
+      "[{\"build_commit\": \"c392e50\", \"backends\": \"Vulkan\", \"n_prompt\": 16, \"n_gen\": 0, \"avg_ts\": 1000.0},\n"
+      " {\"build_commit\": \"c392e50\", \"backends\": \"Vulkan\", \"n_prompt\": 0, \"n_gen\": 8, \"avg_ts\": 50.0}]");
 }
 
 TEST(GpuBench, TinyRunOnTheDeviceHasTheReportsShapeAndPositiveNumbers) {
