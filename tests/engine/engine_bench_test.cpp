@@ -20,12 +20,12 @@ namespace {
 
 using test::BenchRun;
 
-BenchRun run_bench(const std::vector<std::string>& args) {
+BenchRun run_engine_bench(const std::vector<std::string>& args) {
   return test::run_bench_tool("kakeya_engine_bench", args, 300);
 }
 
 // llama-bench's rows at fixed rates: pp16 at 400 tok/s, tg4 at 20.
-std::filesystem::path fake_llama_bench(const std::filesystem::path& dir) {
+std::filesystem::path fake_llama_cpu_bench(const std::filesystem::path& dir) {
   return test::fake_llama_bench(dir,
                                 "[{\"build_commit\": \"c392e50\", \"cpu_info\": \"stand-in\", \"n_threads\": 1, "
                                 "\"n_prompt\": 16, \"n_gen\": 0, \"avg_ts\": 400.0},\n"
@@ -33,17 +33,17 @@ std::filesystem::path fake_llama_bench(const std::filesystem::path& dir) {
                                 "\"n_prompt\": 0, \"n_gen\": 4, \"avg_ts\": 20.0}]");
 }
 
-double median(std::vector<double> v) {
+double rounds_median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-std::vector<std::string> tiny_args(const std::filesystem::path& dir) {
+std::vector<std::string> tiny_engine_bench_args(const std::filesystem::path& dir) {
   return {"--shape", "custom", "--types", "f16", "--threads", "1", "--rounds", "2", "--triad-mib", "1",
           "--triad-reps", "1", "--sgemm-square", "32", "--sgemm-reps", "1", "--roofline-reps", "1",
           "--prompt-tokens", "16", "--gen-tokens", "4", "--samples", "1", "--arm-triad-reps", "1",
           "--oversubscribed", "0", "--cache-dir", (dir / "cache").string(), "--llama-bench",
-          fake_llama_bench(dir).string()};
+          fake_llama_cpu_bench(dir).string()};
 }
 
 // With --variant-env KAKEYA_CPU_ISA=portable the third arm runs the portable kernels (its engine
@@ -54,9 +54,9 @@ TEST(EngineBench, VariantEnvAddsADecodeArmWithItsOwnRatios) {
     GTEST_SKIP() << "kakeya_engine_bench is not built (needs -DKAKEYA_BENCH=ON)";
   testing::TempDir tmp("engine-bench");
   const auto out = tmp.path() / "engine-bench.json";
-  auto args = tiny_args(tmp.path());
+  auto args = tiny_engine_bench_args(tmp.path());
   args.insert(args.end(), {"--variant-env", "KAKEYA_CPU_ISA=portable", "--out", out.string()});
-  const BenchRun r = run_bench(args);
+  const BenchRun r = run_engine_bench(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::ifstream f(out);
   const nlohmann::json j = nlohmann::json::parse(f);
@@ -84,11 +84,11 @@ TEST(EngineBench, VariantEnvAddsADecodeArmWithItsOwnRatios) {
     vs_kakeya.push_back(v / k);
   }
   EXPECT_EQ(variant.at("tok_s").at("n"), 2);
-  EXPECT_DOUBLE_EQ(variant.at("tok_s").at("median").get<double>(), median(var));
+  EXPECT_DOUBLE_EQ(variant.at("tok_s").at("median").get<double>(), rounds_median(var));
   EXPECT_EQ(variant.at("ratio_vs_llama").at("n"), 2);
-  EXPECT_DOUBLE_EQ(variant.at("ratio_vs_llama").at("median").get<double>(), median(vs_llama));
+  EXPECT_DOUBLE_EQ(variant.at("ratio_vs_llama").at("median").get<double>(), rounds_median(vs_llama));
   EXPECT_EQ(variant.at("ratio_vs_kakeya").at("n"), 2);
-  EXPECT_DOUBLE_EQ(variant.at("ratio_vs_kakeya").at("median").get<double>(), median(vs_kakeya));
+  EXPECT_DOUBLE_EQ(variant.at("ratio_vs_kakeya").at("median").get<double>(), rounds_median(vs_kakeya));
   // Five read probes a round still (the variant arm has none of its own).
   EXPECT_EQ(rounds[0].at("read_probes_gb_s").size(), 5u);
 }
@@ -99,9 +99,9 @@ TEST(EngineBench, VariantEnvMustBeKeyEqualsValue) {
     GTEST_SKIP() << "kakeya_engine_bench is not built (needs -DKAKEYA_BENCH=ON)";
   testing::TempDir tmp("engine-bench-bad");
   for (const std::string bad : {"KAKEYA_DENSE16", "=one-row", "kakeya_dense16=one-row", "A B=1"}) {
-    auto args = tiny_args(tmp.path());
+    auto args = tiny_engine_bench_args(tmp.path());
     args.insert(args.end(), {"--variant-env", bad, "--out", (tmp.path() / "x.json").string()});
-    const BenchRun r = run_bench(args);
+    const BenchRun r = run_engine_bench(args);
     EXPECT_NE(r.exit_code, 0) << bad;
     EXPECT_NE(r.err.find("--variant-env"), std::string::npos) << bad << ": " << r.err;
     EXPECT_FALSE(std::filesystem::exists(tmp.path() / "x.json")) << bad;
