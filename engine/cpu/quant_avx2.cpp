@@ -722,10 +722,34 @@ void quantize_q8_k(const float* x, BlockQ8_K* y, int64_t n) {
   }
 }
 
+// f32 -> bf16, eight lanes: fp32_to_bf16's bits (round to nearest even on the integer bits, NaN
+// quieted keeping its sign and top payload bits), not vcvtneps2bf16's, which flushes denormals.
+inline __m256i bf16x8(__m256 v) {
+  const __m256i u = _mm256_castps_si256(v);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7FFF), lsb)), 16);
+  const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(64));
+  const __m256i nan =
+      _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF)), _mm256_set1_epi32(0x7F800000));
+  return _mm256_blendv_epi8(rounded, quiet, nan);
+}
+
+// BF16 activations for BF16 weights' kernels, 16 a step (each lane's 32 bits hold its bf16 in the low
+// half, so an unsigned pack keeps it; the pack interleaves 128-bit halves, which the permute undoes).
+void bf16_activations(const float* x, int64_t n, uint16_t* d) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i packed = _mm256_packus_epi32(bf16x8(_mm256_loadu_ps(x + i)), bf16x8(_mm256_loadu_ps(x + i + 8)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), _mm256_permute4x64_epi64(packed, 0xD8));
+  }
+  for (; i < n; ++i) d[i] = fp32_to_bf16(x[i]);
+}
+
 void avx2_quantize_activations(GgmlType weight_type, const float* x, int64_t n, ActivationBuffer& out) {
   const GgmlType format = vec_dot_type(weight_type);
   switch (format) {
     case GgmlType::F16:
+    case GgmlType::BF16:
     case GgmlType::Q8_0:
     case GgmlType::Q8_1:
     case GgmlType::Q8_K: break;
@@ -743,6 +767,8 @@ void avx2_quantize_activations(GgmlType weight_type, const float* x, int64_t n, 
     for (; i + 8 <= n; i += 8)
       _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
     for (; i < n; ++i) d[i] = fp32_to_fp16(x[i]);
+  } else if (format == GgmlType::BF16) {
+    bf16_activations(x, n, reinterpret_cast<uint16_t*>(bytes));
   } else if (format == GgmlType::Q8_0) {
     quantize_q8_0(x, reinterpret_cast<BlockQ8_0*>(bytes), n);
     detail::fill_block_sums(out);

@@ -415,6 +415,48 @@ TEST(Quant, DenseActivationsAreRounded) {
   EXPECT_EQ(std::memcmp(f32.bytes.data(), x.data(), 40 * sizeof(float)), 0);
 }
 
+// Every kernel set rounds F16 and BF16 activations as fp32_to_fp16 / fp32_to_bf16 do, bit for bit,
+// at the values where conversions part ways: NaNs of both signs (quiet and signalling, with
+// payloads), infinities, zeros, f32 denormals, half denormals and the edge of half's range,
+// bf16 rounding ties to even either way, and the largest floats (which round to infinity), in
+// vector steps and in the scalar tail (n = 16 * 4 + 7).
+TEST(Quant, DenseActivationsMatchScalarConversionInEveryKernelSet) {
+  const uint32_t special[] = {
+      0x7FC00000u, 0xFFC00000u, 0x7F800001u, 0xFF800001u, 0x7FBFFFFFu, 0x7FFFFFFFu, 0x7F80FFFFu,  // NaN
+      0x7F800000u, 0xFF800000u, 0x00000000u, 0x80000000u,                                      // inf, 0
+      0x00000001u, 0x807FFFFFu, 0x00400000u,                                                   // f32 denormal
+      0x33000000u, 0x33000001u, 0x387FC000u, 0x38800000u, 0xB3800000u,                         // half denormal
+      0x477FEFFFu, 0x477FF000u, 0xC77FE000u,                                                   // half max
+      0x3F808000u, 0x3F818000u, 0x3F808001u, 0xBF818000u, 0x3F807FFFu,                         // bf16 ties
+      0x7F7FFFFFu, 0xFF7FFFFFu, 0x7F7F8000u, 0x7F7F7FFFu,                                      // near f32 max
+  };
+  constexpr int64_t kN = 16 * 4 + 7;
+  std::vector<float> x = random_activations(kN, 17, 100.0f);
+  for (size_t i = 0; i < std::size(special); ++i) {
+    // Spread over vector lanes and into the tail.
+    const size_t at = (i * 7) % static_cast<size_t>(kN);
+    std::memcpy(&x[at], &special[i], 4);
+  }
+  for (KernelIsa isa : available_isas()) {
+    SCOPED_TRACE(kernel_isa_name(isa));
+    ActivationBuffer f16, bf16;
+    quant_kernels(isa).quantize_activations(GgmlType::F16, x.data(), kN, f16);
+    quant_kernels(isa).quantize_activations(GgmlType::BF16, x.data(), kN, bf16);
+    ASSERT_EQ(f16.vec_dot_type, GgmlType::F16);
+    ASSERT_EQ(bf16.vec_dot_type, GgmlType::BF16);
+    ASSERT_EQ(bf16.bytes.size(), static_cast<size_t>(kN) * 2);
+    const auto* h = reinterpret_cast<const uint16_t*>(f16.bytes.data());
+    const auto* bh = reinterpret_cast<const uint16_t*>(bf16.bytes.data());
+    for (int64_t i = 0; i < kN; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, &x[static_cast<size_t>(i)], 4);
+      SCOPED_TRACE(::testing::Message() << "lane " << i << " bits 0x" << std::hex << bits);
+      EXPECT_EQ(h[i], fp32_to_fp16(x[static_cast<size_t>(i)]));
+      EXPECT_EQ(bh[i], fp32_to_bf16(x[static_cast<size_t>(i)]));
+    }
+  }
+}
+
 TEST(Quant, QuantizeActivationsReusesCapacity) {
   const auto x = random_activations(512, 14);
   ActivationBuffer act;
