@@ -978,6 +978,7 @@ void kquant_tile(const uint8_t* rows, size_t stride, int64_t row0, int live, int
                  uint32_t* chunks) {
   constexpr int L = V::kLanes;
   constexpr size_t words = T == GgmlType::Q4_K ? Q4kTile<L>::kWords : Q6kTile<L>::kWords;
+  constexpr size_t block = T == GgmlType::Q4_K ? sizeof(BlockQ4_K) : sizeof(BlockQ6_K);
   for (int64_t s = 0; s < ns; ++s) {
     uint32_t* t = tile + static_cast<size_t>(s) * words;
     if (live < L) {  // (each live row writes all of its words)
@@ -985,7 +986,7 @@ void kquant_tile(const uint8_t* rows, size_t stride, int64_t row0, int live, int
       std::memset(chunks, 0, static_cast<size_t>(L) * 64 * 4);
     }
     for (int i = 0; i < live; ++i) {
-      const uint8_t* blk = rows + static_cast<size_t>(row0 + i) * stride + static_cast<size_t>(sb0 + s) * ggml_block_bytes(T);
+      const uint8_t* blk = rows + static_cast<size_t>(row0 + i) * stride + static_cast<size_t>(sb0 + s) * block;
       if constexpr (T == GgmlType::Q4_K) {
         q4k_row<V>(*reinterpret_cast<const BlockQ4_K*>(blk), chunks + i * 64, t, i);
       } else {
