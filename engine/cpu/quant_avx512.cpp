@@ -373,6 +373,11 @@ void rows_dense16(Dense16Order order, const void* w, int64_t n, int64_t r0, int6
 //   R = 2 (kTwoStreams): rows a and b of two_streams() together, sharing the activation loads, each
 //     prefetched prefetch_bytes() ahead as dense_rows does in that order. Each row's arithmetic is
 //     the R = 1 row's, so both give the same bits.
+// Other hints for R = 1 on the Zen 4 VM, synth TinyLlama BF16 `ar-bench -p 1 -n 32 -r 3`,
+// alternating with T1 at 2 KiB: prefetchnta (on AMD into L1, never evicted to L2) decoded one
+// thread at 9.6-10.6 tok/s (512 B-2 KiB ahead) against 12.75, and two threads at 13.1-15.5 (512 B)
+// against 15.8-24.8, slower in all 8 rounds; prefetcht0 at 1-2 KiB one thread at 7.9-9.3 against
+// 11.65. Neither is kept.
 constexpr size_t kBf16DotPrefetch = 2048;
 
 template <int R>
