@@ -25,7 +25,8 @@
 //        ÷ the roofline peak of the instruction the type's GEMM runs on (roofline_peak_for);
 //      With --variant-env KEY=VALUE each round also runs kakeya's decode arm with that variable set
 //      (e.g. KAKEYA_DENSE16=two-streams+vdpbf16ps, another mat-vec kernel), between the two engines'
-//      decode arms, and records its ratios to llama.cpp and to kakeya as it is (decode.variant);
+//      decode arms, and records its ratios to llama.cpp and to kakeya as it is (decode.variants[]);
+//      given several times, one such arm per variable, their order rotated by one every round;
 //   5. oversubscription: one spinning child process, then decode at --threads 2 vs 1.
 // Prints a table and writes --out (default bench/results/engine-<host>.json). Never asserts.
 #include <cblas.h>
@@ -97,7 +98,8 @@ struct Args {
   std::string batched_matmul = "auto";  // ar-bench --batched-matmul
   std::string llama_bench;              // llama.cpp's llama-bench binary, or "" (not run)
   std::string llama_batched_bench;      // llama.cpp's llama-batched-bench binary, or "" (not run)
-  std::string variant_env;              // KEY=VALUE: a third decode arm, kakeya with it set ("": none)
+  // KEY=VALUE each: a further decode arm per entry, kakeya with that variable set (empty: none).
+  std::vector<std::string> variant_envs;
   int roofline_reps = 5;
   bool oversubscribed = true;
   std::string oversub_type = "q4_0";
@@ -519,7 +521,7 @@ int run(Args a) {
                  {"gen_tokens", a.gen_tokens}, {"samples", a.samples}, {"rounds", a.rounds}, {"arm_triad_reps", a.arm_triad_reps},
                  {"window_tolerance", a.window_tolerance},
                  {"batched_matmul", a.batched_matmul}, {"engine", a.engine}, {"llama_bench", a.llama_bench},
-                 {"llama_batched_bench", a.llama_batched_bench}, {"variant_env", a.variant_env}};
+                 {"llama_batched_bench", a.llama_batched_bench}, {"variant_env", a.variant_envs}};
 
   std::map<int, double> bw, sg;  // threads -> triad GB/s, model-shaped sgemm GFLOP/s
   // Model-shaped sgemm: the prompt's tokens against ffn_up (n_ff × n_embd) of the shape.
@@ -597,9 +599,14 @@ int run(Args a) {
       // Per prompt length: tok/s of each round, both engines, and the per-round ratios.
       std::vector<std::vector<double>> pre(n_prompts), pre_s(n_prompts), pre_llama(n_prompts), pre_ratio(n_prompts);
       std::vector<double> dec, dec_llama, dec_ratio, dec_read_eff, dec_llama_read_eff;
-      // The --variant-env decode arm: tok/s, over llama.cpp's and over kakeya's of the same round.
-      std::vector<double> dec_var, dec_var_ratio, dec_var_vs_kakeya;
-      json variant_engine;  // the variant arm's engine report (kernel set, options), last round
+      // Each --variant-env decode arm: tok/s, over llama.cpp's and over kakeya's of the same round,
+      // and its engine report (kernel set, options) from the last round.
+      struct VariantFigures {
+        std::vector<double> tok_s, ratio_vs_llama, ratio_vs_kakeya;
+        json engine;
+      };
+      const size_t n_variants = a.variant_envs.size();
+      std::vector<VariantFigures> var(n_variants);
       // Decode after each prompt length (kakeya's prefill arm; llama-batched-bench's runs).
       std::vector<std::vector<double>> dec_at(n_prompts), dec_at_llama(n_prompts), dec_at_ratio(n_prompts);
       // The same ratios over the rounds whose two arms met one bus window (same_window below).
@@ -634,7 +641,8 @@ int run(Args a) {
           const double v = read_probe();
           if (decode) arm_read[arm] = v;
         };
-        std::optional<ArRun> kd, kp, kvar;
+        std::optional<ArRun> kd, kp;
+        std::vector<std::optional<ArRun>> kvar(n_variants);
         std::optional<LlamaRun> ld, lp;
         std::optional<LlamaDepthRun> ldeep;
         auto kakeya_arm = [&](bool decode) {
@@ -676,22 +684,26 @@ int run(Args a) {
           if (!decode) rj["llama"]["load"] = read_first_line("/proc/loadavg");
           return true;
         };
-        // The variant's decode arm runs between the two engines' decode arms, whichever goes first;
-        // it has no probe of its own (the read probes stay five a round).
-        auto variant_arm = [&] {
-          if (a.variant_env.empty()) return true;
-          auto res = ar_bench(a, model_path(a, type), t, a.samples, tag + "-variant-tg",
-                              std::vector<int>{kDecodePromptTokens}, a.variant_env);
-          if (!res.ok()) {
-            std::cerr << "engine_bench: " << a.variant_env << ": " << res.error().str() << "\n";
-            return false;
+        // The variants' decode arms run between the two engines' decode arms, whichever goes first,
+        // in the order of --variant-env rotated by one every round (round r starts with variant
+        // r mod n), so no variant always follows the same arm; they have no probes of their own (the
+        // read probes stay five a round).
+        auto variant_arms = [&] {
+          for (size_t k = 0; k < n_variants; ++k) {
+            const size_t v = (static_cast<size_t>(round) + k) % n_variants;
+            auto res = ar_bench(a, model_path(a, type), t, a.samples, tag + "-variant" + std::to_string(v) + "-tg",
+                                std::vector<int>{kDecodePromptTokens}, a.variant_envs[v]);
+            if (!res.ok()) {
+              std::cerr << "engine_bench: " << a.variant_envs[v] << ": " << res.error().str() << "\n";
+              return false;
+            }
+            kvar[v] = std::move(*res);
           }
-          kvar = std::move(*res);
           return true;
         };
         for (bool decode : {true, false}) {
-          const bool ok = llama_first ? llama_arm(decode) && (!decode || variant_arm()) && kakeya_arm(decode)
-                                      : kakeya_arm(decode) && (!decode || variant_arm()) && llama_arm(decode);
+          const bool ok = llama_first ? llama_arm(decode) && (!decode || variant_arms()) && kakeya_arm(decode)
+                                      : kakeya_arm(decode) && (!decode || variant_arms()) && llama_arm(decode);
           if (!ok) return 1;
         }
         if (a.arm_triad_reps > 0) read_probe();
@@ -720,12 +732,19 @@ int run(Args a) {
         }
         dec.push_back(arm_median(kd->report, "decode_tok_s", aggregate_index(kd->report, kDecodePromptTokens)));
         rj["kakeya"]["tg" + std::to_string(a.gen_tokens)] = dec.back();
-        if (kvar) {
-          dec_var.push_back(
-              arm_median(kvar->report, "decode_tok_s", aggregate_index(kvar->report, kDecodePromptTokens)));
-          rj["variant"]["tg" + std::to_string(a.gen_tokens)] = dec_var.back();
-          if (dec.back() > 0) dec_var_vs_kakeya.push_back(dec_var.back() / dec.back());
-          variant_engine = kvar->report["engine"];
+        if (n_variants > 0) {
+          json rv = json::array();
+          for (size_t v = 0; v < n_variants; ++v) {
+            const json& report = kvar[v]->report;
+            VariantFigures& f = var[v];
+            f.tok_s.push_back(arm_median(report, "decode_tok_s", aggregate_index(report, kDecodePromptTokens)));
+            if (dec.back() > 0) f.ratio_vs_kakeya.push_back(f.tok_s.back() / dec.back());
+            f.engine = report["engine"];
+            rv.push_back({{"env", a.variant_envs[v]},
+                          {"position", (v + n_variants - static_cast<size_t>(round) % n_variants) % n_variants},
+                          {"tg" + std::to_string(a.gen_tokens), f.tok_s.back()}});
+          }
+          rj["variants"] = rv;
         }
         for (size_t i = 0; i < n_prompts; ++i) {
           const int L = a.prompt_tokens[i];
@@ -750,7 +769,8 @@ int run(Args a) {
           dec_llama.push_back(v);
           if (v > 0) dec_ratio.push_back(dec.back() / v);
           if (v > 0 && decode_same) dec_ratio_same.push_back(dec.back() / v);
-          if (v > 0 && kvar) dec_var_ratio.push_back(dec_var.back() / v);
+          if (v > 0)
+            for (VariantFigures& f : var) f.ratio_vs_llama.push_back(f.tok_s.back() / v);
           for (const auto& [k, v_pp] : lp->tok_s) rj["llama"][k] = v_pp;
           for (const auto& [k, v_tg] : ld->tok_s) rj["llama"][k] = v_tg;
           if (!lp->rows.empty())
@@ -834,15 +854,21 @@ int run(Args a) {
         at_depth.push_back(d);
       }
       decode["at_depth"] = at_depth;
-      if (!a.variant_env.empty()) {
-        decode["variant"] = {{"env", a.variant_env},
-                             {"engine", variant_engine},
-                             {"tok_s", stats_json(dec_var)},
-                             {"ratio_vs_kakeya", stats_json(dec_var_vs_kakeya)}};
-        if (!a.llama_bench.empty()) decode["variant"]["ratio_vs_llama"] = stats_json(dec_var_ratio);
-        std::printf("%-6s %3d variant %s: decode %.2f tok/s, vs_llama %.2f, vs_kakeya %.2f (medians of rounds)\n",
-                    type.c_str(), t, a.variant_env.c_str(), median(dec_var),
-                    dec_var_ratio.empty() ? 0.0 : median(dec_var_ratio), median(dec_var_vs_kakeya));
+      if (n_variants > 0) {
+        json variants = json::array();
+        for (size_t v = 0; v < n_variants; ++v) {
+          const VariantFigures& f = var[v];
+          json vj = {{"env", a.variant_envs[v]},
+                     {"engine", f.engine},
+                     {"tok_s", stats_json(f.tok_s)},
+                     {"ratio_vs_kakeya", stats_json(f.ratio_vs_kakeya)}};
+          if (!a.llama_bench.empty()) vj["ratio_vs_llama"] = stats_json(f.ratio_vs_llama);
+          variants.push_back(vj);
+          std::printf("%-6s %3d variant %s: decode %.2f tok/s, vs_llama %.2f, vs_kakeya %.2f (medians of rounds)\n",
+                      type.c_str(), t, a.variant_envs[v].c_str(), median(f.tok_s),
+                      f.ratio_vs_llama.empty() ? 0.0 : median(f.ratio_vs_llama), median(f.ratio_vs_kakeya));
+        }
+        decode["variants"] = variants;
       }
       if (!a.llama_bench.empty()) {
         decode["llama_tok_s"] = stats_json(dec_llama);
@@ -940,6 +966,11 @@ int run(Args a) {
 
 int main(int argc, char** argv) {
   CLI::App app{"kakeya_engine_bench — bandwidth, sgemm and ar-bench efficiency of the CPU engine (JSON; never asserts)"};
+  app.footer(
+      "Exit codes: 0 the JSON was written; 1 a run failed (a model could not be made or loaded, a child "
+      "exited nonzero or its output was unreadable: stderr names it); 2 kakeya-engine not found, or a "
+      "--variant-env given twice; 100-114 a usage error (CLI11's codes: 105 a value its check refused, 109 "
+      "an unknown argument).");
   kakeya::engine::Args a;
   app.add_option("--out", a.out, "JSON output (default bench/results/engine-<host>.json)");
   app.add_option("--cache-dir", a.cache_dir, "Where synthetic models are written and reused")->capture_default_str();
@@ -972,10 +1003,13 @@ int main(int argc, char** argv) {
                  "--gen-tokens after every --prompt-tokens length with it, and the JSON records decode at those "
                  "depths against kakeya's (decode.at_depth)")
       ->check(CLI::ExistingFile);
-  app.add_option("--variant-env", a.variant_env,
+  app.add_option("--variant-env", a.variant_envs,
                  "KEY=VALUE: each round also runs kakeya's decode arm with that environment variable set (e.g. "
                  "KAKEYA_DENSE16=two-streams+vdpbf16ps), between the two engines' decode arms; the JSON records its "
-                 "ratios to llama.cpp and to kakeya as it is (decode.variant)")
+                 "ratios to llama.cpp and to kakeya as it is (decode.variants[]). Give it again for more arms (one "
+                 "per KEY=VALUE, their order rotated every round)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->expected(1)
       ->check([](const std::string& v) {
         const size_t eq = v.find('=');
         if (eq == 0 || eq == std::string::npos) return std::string("expected KEY=VALUE, got \"") + v + "\"";
@@ -1009,5 +1043,11 @@ int main(int argc, char** argv) {
   app.add_option("--note", a.note, "Free text stored in the JSON (machine, load, ...)");
   app.add_option("--keep-models", a.keep_models, "Keep the synthetic models in --cache-dir")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  for (size_t i = 0; i < a.variant_envs.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (a.variant_envs[i] == a.variant_envs[j]) {
+        std::cerr << "engine_bench: --variant-env " << a.variant_envs[i] << " given twice\n";
+        return 2;
+      }
   return kakeya::engine::run(a);
 }
