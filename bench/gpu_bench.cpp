@@ -336,6 +336,10 @@ int run(const Args& a) {
 int main(int argc, char** argv) {
   kakeya::engine::Args a;
   CLI::App app{"Vulkan device bandwidth, matmul peak, and the engine's decode efficiency against them (JSON)"};
+  app.footer(
+      "Exit codes: 0 the JSON was written; 1 a step failed (no Vulkan device, a probe, a child run or --out: "
+      "stderr names it); 100-114 a usage error (CLI11's codes: 105 a value its check refused, 109 an unknown "
+      "argument).");
   app.add_option("--device", a.device, "Vulkan device index (default: the first discrete GPU, else 0)");
   app.add_option("--model", a.models, "GGUF file to run ar-bench on (repeatable)")->check(CLI::ExistingFile);
   app.add_option("--synth", a.synth, "SHAPE:TYPE made with kakeya-engine synth, e.g. llama-7b:q4_0 (repeatable)");

@@ -115,6 +115,10 @@ int main(int argc, char** argv) {
   int threads = 1;
   std::string out;
   CLI::App app{"kakeya_kernels_bench — decode mat-vec GB/s per kernel set and weight layout, one thread or --threads (JSON)"};
+  app.footer(
+      "Exit codes: 0 the JSON was printed (and written to --out); 1 --out could not be written; 2 a --cols or "
+      "--types value refused (stderr names it); 100-114 a usage error (CLI11's codes: 105 a value its check "
+      "refused, 109 an unknown argument).");
   app.add_option("--types", types, "Weight types")->delimiter(',')->capture_default_str();
   app.add_option("--matrices", matrices, "Distinct matrices streamed per sweep")->capture_default_str()->check(CLI::Range(1, 512));
   app.add_option("--reps", reps, "Timed sweeps per case")->capture_default_str()->check(CLI::Range(1, 1000));
