@@ -57,6 +57,8 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/roofline.h"
+#include "bridge/cli_parse.h"
+#include "bridge/exit_codes.h"
 #include "engine/cpu/gemm.h"
 #include "engine/cpu/thread_pool.h"
 #include "engine/ggml_types.h"
@@ -503,7 +505,7 @@ int run(Args a) {
   if (a.engine.empty()) a.engine = (fs::read_symlink("/proc/self/exe").parent_path().parent_path() / "kakeya-engine").string();
   if (!fs::exists(a.engine)) {
     std::cerr << "engine_bench: kakeya-engine not found at " << a.engine << " (use --engine)\n";
-    return 2;
+    return kakeya::kExitUsage;
   }
   const std::string host = host_name();
   if (a.out.empty()) a.out = "bench/results/engine-" + host + ".json";
@@ -643,6 +645,7 @@ int run(Args a) {
         };
         std::optional<ArRun> kd, kp;
         std::vector<std::optional<ArRun>> kvar(n_variants);
+        std::vector<size_t> var_position(n_variants);  // each variant's place among this round's variant arms
         std::optional<LlamaRun> ld, lp;
         std::optional<LlamaDepthRun> ldeep;
         auto kakeya_arm = [&](bool decode) {
@@ -698,6 +701,7 @@ int run(Args a) {
               return false;
             }
             kvar[v] = std::move(*res);
+            var_position[v] = k;
           }
           return true;
         };
@@ -741,7 +745,7 @@ int run(Args a) {
             if (dec.back() > 0) f.ratio_vs_kakeya.push_back(f.tok_s.back() / dec.back());
             f.engine = report["engine"];
             rv.push_back({{"env", a.variant_envs[v]},
-                          {"position", (v + n_variants - static_cast<size_t>(round) % n_variants) % n_variants},
+                          {"position", var_position[v]},
                           {"tg" + std::to_string(a.gen_tokens), f.tok_s.back()}});
           }
           rj["variants"] = rv;
@@ -965,12 +969,13 @@ int run(Args a) {
 }  // namespace kakeya::engine
 
 int main(int argc, char** argv) {
-  CLI::App app{"kakeya_engine_bench — bandwidth, sgemm and ar-bench efficiency of the CPU engine (JSON; never asserts)"};
+  CLI::App app{
+      "kakeya_engine_bench — bandwidth, sgemm and ar-bench efficiency of the CPU engine (JSON; never asserts)",
+      "kakeya_engine_bench"};
   app.footer(
       "Exit codes: 0 the JSON was written; 1 a run failed (a model could not be made or loaded, a child "
-      "exited nonzero or its output was unreadable: stderr names it); 2 kakeya-engine not found, or a "
-      "--variant-env given twice; 100-114 a usage error (CLI11's codes: 105 a value its check refused, 109 "
-      "an unknown argument).");
+      "exited nonzero or its output was unreadable: stderr names it); 64 usage: a command line that cannot be "
+      "parsed or a value refused before anything ran (kakeya-engine not found, a --variant-env given twice).");
   kakeya::engine::Args a;
   app.add_option("--out", a.out, "JSON output (default bench/results/engine-<host>.json)");
   app.add_option("--cache-dir", a.cache_dir, "Where synthetic models are written and reused")->capture_default_str();
@@ -1042,12 +1047,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 20));
   app.add_option("--note", a.note, "Free text stored in the JSON (machine, load, ...)");
   app.add_option("--keep-models", a.keep_models, "Keep the synthetic models in --cache-dir")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = kakeya::parse_command_line(app, argc, argv)) return *code;
   for (size_t i = 0; i < a.variant_envs.size(); ++i)
     for (size_t j = 0; j < i; ++j)
       if (a.variant_envs[i] == a.variant_envs[j]) {
         std::cerr << "engine_bench: --variant-env " << a.variant_envs[i] << " given twice\n";
-        return 2;
+        return kakeya::kExitUsage;
       }
   return kakeya::engine::run(a);
 }

@@ -23,6 +23,7 @@
 #include <spdlog/spdlog.h>
 
 #include "bridge/catalog.h"
+#include "bridge/cli_parse.h"
 #include "bridge/gitbus.h"
 #include "bridge/request.h"
 #include "client/fleet.h"
@@ -281,11 +282,10 @@ int run(int requests, int branches, int probes, const std::string& out, const st
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"kakeya fleet benchmark (JSON; never asserted)"};
+  CLI::App app{"kakeya fleet benchmark (JSON; never asserted)", "kakeya_fleet_bench"};
   app.footer(
       "Exit codes: 0 the JSON was written; 1 a step failed (a git server, a push, a runner, or --out could not be "
-      "written: stderr names it); "
-      "100-114 a usage error (CLI11's codes: 105 a value its check refused, 109 an unknown argument).");
+      "written: stderr names it); 64 usage: a command line that cannot be parsed.");
   int requests = 60, branches = 10000, probes = 5;
   std::string out = "fleet_bench.json";
   app.add_option("--requests", requests, "Requests per throughput run")
@@ -300,7 +300,7 @@ int main(int argc, char** argv) {
   app.add_option("--only", only, "Sections to run (default all)")
       ->delimiter(',')
       ->check(CLI::IsMember({"throughput", "discovery", "env_probe"}));
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = kakeya::parse_command_line(app, argc, argv)) return *code;
   try {
     return run(requests, branches, probes, out, only);
   } catch (const std::exception& e) {

@@ -27,6 +27,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "bridge/cli_parse.h"
 #include "engine/backend.h"
 #include "engine/cpu/quant.h"
 #include "engine/llama.h"
@@ -335,11 +336,11 @@ int run(const Args& a) {
 
 int main(int argc, char** argv) {
   kakeya::engine::Args a;
-  CLI::App app{"Vulkan device bandwidth, matmul peak, and the engine's decode efficiency against them (JSON)"};
+  CLI::App app{"Vulkan device bandwidth, matmul peak, and the engine's decode efficiency against them (JSON)",
+               "kakeya_gpu_bench"};
   app.footer(
       "Exit codes: 0 the JSON was written; 1 a step failed (no Vulkan device, a probe, a child run or --out: "
-      "stderr names it); 100-114 a usage error (CLI11's codes: 105 a value its check refused, 109 an unknown "
-      "argument).");
+      "stderr names it); 64 usage: a command line that cannot be parsed.");
   app.add_option("--device", a.device, "Vulkan device index (default: the first discrete GPU, else 0)");
   app.add_option("--model", a.models, "GGUF file to run ar-bench on (repeatable)")->check(CLI::ExistingFile);
   app.add_option("--synth", a.synth, "SHAPE:TYPE made with kakeya-engine synth, e.g. llama-7b:q4_0 (repeatable)");
@@ -363,6 +364,6 @@ int main(int argc, char** argv) {
                  "llama.cpp's llama-bench, run alternately on the same files (repeatable: its Vulkan and CUDA builds)")
       ->check(CLI::ExistingFile);
   app.add_option("--out", a.out, "JSON file (default: stdout)");
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = kakeya::parse_command_line(app, argc, argv)) return *code;
   return kakeya::engine::run(a);
 }

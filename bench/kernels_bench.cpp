@@ -38,6 +38,8 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/roofline.h"
+#include "bridge/cli_parse.h"
+#include "bridge/exit_codes.h"
 #include "engine/cpu/cpu_backend.h"
 #include "engine/cpu/cpu_features.h"
 #include "engine/cpu/gemm.h"
@@ -114,11 +116,13 @@ int main(int argc, char** argv) {
   std::vector<int> gemm_splits;
   int threads = 1;
   std::string out;
-  CLI::App app{"kakeya_kernels_bench — decode mat-vec GB/s per kernel set and weight layout, one thread or --threads (JSON)"};
+  CLI::App app{
+      "kakeya_kernels_bench — decode mat-vec GB/s per kernel set and weight layout, one thread or --threads (JSON)",
+      "kakeya_kernels_bench"};
   app.footer(
-      "Exit codes: 0 the JSON was printed (and written to --out); 1 --out could not be written; 2 a --cols or "
-      "--types value refused (stderr names it); 100-114 a usage error (CLI11's codes: 105 a value its check "
-      "refused, 109 an unknown argument).");
+      "Exit codes: 0 the JSON was printed (and written to --out); 1 --out could not be written; 64 usage: a "
+      "command line that cannot be parsed or a value refused before anything ran (a --cols or --types value; "
+      "stderr names it).");
   app.add_option("--types", types, "Weight types")->delimiter(',')->capture_default_str();
   app.add_option("--matrices", matrices, "Distinct matrices streamed per sweep")->capture_default_str()->check(CLI::Range(1, 512));
   app.add_option("--reps", reps, "Timed sweeps per case")->capture_default_str()->check(CLI::Range(1, 1000));
@@ -144,10 +148,10 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
   app.add_option("--out", out, "JSON output (default: stdout only)");
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = kakeya::parse_command_line(app, argc, argv)) return *code;
   if (cols % 32 != 0) {
     std::cerr << "kernels_bench: --cols " << cols << " is not a multiple of 32\n";
-    return 2;
+    return kakeya::kExitUsage;
   }
 
   std::vector<KernelIsa> isas = {KernelIsa::Portable};
@@ -166,11 +170,11 @@ int main(int argc, char** argv) {
     auto type = ggml_type_from_name(tname.c_str());
     if (!type.ok()) {
       std::cerr << "kernels_bench: " << type.error().str() << "\n";
-      return 2;
+      return kakeya::kExitUsage;
     }
     if (cols % ggml_block_size(*type) != 0) {
       std::cerr << "kernels_bench: --cols " << cols << " is not a multiple of the " << tname << " block size\n";
-      return 2;
+      return kakeya::kExitUsage;
     }
     std::cerr << "kernels_bench: " << tname << ": " << matrices << " matrices of " << rows << "x" << cols << "\n";
     std::vector<Streamed> row_major, packed;

@@ -1,6 +1,7 @@
 #pragma once
-// Process exit codes shared by kakeya, kakeya-runner and kakeya-engine (documented in README.md
-// "Exit codes"; scripts and CI branch on them). sysexits.h values where one fits.
+// Process exit codes shared by kakeya, kakeya-runner, kakeya-engine and the bench tools (0, 1 and
+// 64 there; documented in README.md "Exit codes"; scripts and CI branch on them). sysexits.h values
+// where one fits.
 //
 //   0   ok
 //   1   the job or the check failed (a terminal state other than succeeded, a failed doctor

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bridge/exit_codes.h"
 #include "tests/engine/bench_tools.h"
 #include "tests/harness/paths.h"
 
@@ -118,12 +119,13 @@ TEST(EngineBench, VariantEnvMustBeKeyEqualsValue) {
     EXPECT_NE(r.err.find("--variant-env"), std::string::npos) << bad << ": " << r.err;
     EXPECT_FALSE(std::filesystem::exists(tmp.path() / "x.json")) << bad;
   }
-  // The same KEY=VALUE twice would be one arm measured twice under two names: refused, exit 2.
+  // The same KEY=VALUE twice would be one arm measured twice under two names: refused as a usage
+  // error (exit 64, bridge/exit_codes.h).
   auto args = tiny_engine_bench_args(tmp.path());
   args.insert(args.end(), {"--variant-env", "KAKEYA_CPU_ISA=avx2", "--variant-env", "KAKEYA_CPU_ISA=avx2", "--out",
                            (tmp.path() / "x.json").string()});
   const BenchRun r = run_engine_bench(args);
-  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.exit_code, kakeya::kExitUsage) << r.err;
   EXPECT_NE(r.err.find("--variant-env KAKEYA_CPU_ISA=avx2 given twice"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(tmp.path() / "x.json"));
 }
