@@ -56,6 +56,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "bench/pool_rounds.h"
 #include "bench/roofline.h"
 #include "bridge/cli_parse.h"
 #include "bridge/exit_codes.h"
@@ -965,6 +966,42 @@ int run(Args a) {
   return 0;
 }
 
+// --pool: reads the result files, pools their rounds (bench/pool_rounds.h), prints the table on stderr and
+// writes the JSON to `out` (stdout when empty). Runs nothing.
+int run_pool(const std::vector<std::string>& paths, const std::string& out, double confidence) {
+  std::vector<kakeya::bench::PoolInput> inputs;
+  for (const auto& p : paths) {
+    std::ifstream in(p);
+    const json doc =
+        in.is_open() ? json::parse(in, nullptr, /*allow_exceptions=*/false) : json(json::value_t::discarded);
+    if (doc.is_discarded()) {
+      std::cerr << "engine_bench: " << p << " is not readable JSON\n";
+      return 1;
+    }
+    inputs.push_back({p, doc});
+  }
+  auto pooled = kakeya::bench::pool_rounds(inputs, confidence);
+  if (!pooled) {
+    std::cerr << "engine_bench: --pool: " << pooled.error().message << "\n";
+    return 1;
+  }
+  pooled->emplace("created_at", utc_now_rfc3339());
+  std::cerr << kakeya::bench::pool_table(*pooled);
+  if (out.empty()) {
+    std::cout << pooled->dump(2) << "\n";
+    return 0;
+  }
+  std::error_code ec;
+  fs::create_directories(fs::path(out).parent_path(), ec);
+  std::ofstream(out) << pooled->dump(2) << "\n";
+  if (!fs::exists(out) || fs::file_size(out, ec) == 0) {
+    std::cerr << "engine_bench: could not write " << out << "\n";
+    return 1;
+  }
+  std::cerr << "engine_bench: wrote " << out << "\n";
+  return 0;
+}
+
 }  // namespace
 }  // namespace kakeya::engine
 
@@ -974,7 +1011,8 @@ int main(int argc, char** argv) {
       "kakeya_engine_bench"};
   app.footer(
       "Exit codes: 0 the JSON was written; 1 a run failed (a model could not be made or loaded, a child "
-      "exited nonzero or its output was unreadable: stderr names it); 64 usage: a command line that cannot be "
+      "exited nonzero or its output was unreadable, or with --pool a file that is not readable JSON or cannot be "
+      "pooled: stderr names it); 64 usage: a command line that cannot be "
       "parsed or a value refused before anything ran (kakeya-engine not found, a --variant-env given twice).");
   kakeya::engine::Args a;
   app.add_option("--out", a.out, "JSON output (default bench/results/engine-<host>.json)");
@@ -1047,7 +1085,19 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 20));
   app.add_option("--note", a.note, "Free text stored in the JSON (machine, load, ...)");
   app.add_option("--keep-models", a.keep_models, "Keep the synthetic models in --cache-dir")->capture_default_str();
+  std::vector<std::string> pool_files;
+  double confidence = 0.9;
+  app.add_option("--pool", pool_files,
+                 "Run nothing: pool the rounds of these result files (one machine class and shape) into per-cell "
+                 "medians of kakeya / llama.cpp with the sign-test interval for the median and the rounds that reached "
+                 "the goal (bench/README.md); the table goes to stderr, the JSON to --out or stdout")
+      ->expected(1, 1000)
+      ->check(CLI::ExistingFile);
+  app.add_option("--confidence", confidence, "With --pool: coverage of the median's interval")
+      ->capture_default_str()
+      ->check(CLI::Range(0.5, 0.999));
   if (auto code = kakeya::parse_command_line(app, argc, argv)) return *code;
+  if (!pool_files.empty()) return kakeya::engine::run_pool(pool_files, a.out, confidence);
   for (size_t i = 0; i < a.variant_envs.size(); ++i)
     for (size_t j = 0; j < i; ++j)
       if (a.variant_envs[i] == a.variant_envs[j]) {
