@@ -25,19 +25,19 @@
 // each cell lists the versions its rounds came from. A file given twice, or two files with the same
 // created_at and engine versions (one run under two names), is refused. Errors name the file and the
 // offending value; nothing here throws on a malformed file.
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "bridge/result.h"
 
@@ -184,11 +184,11 @@ inline std::string machine_class(const json& cpu) {
 // Returns {kind: "engine-bench-pool", schema_version, confidence, goals: {decode, prefill},
 // cpu: {vendor, family, model, model_name}, shape, files[]: {path, created_at, engine_versions[],
 // rounds}, cells[]: {type, threads, arm, variant_env (variant arms only), goal (null: none), n,
-// files, engine_versions[], median, min, max, interval: {low, high, low_rank, high_rank, coverage} |
-// null, reached (with a goal), median_meets_goal, interval_above_goal (with a goal; false when
-// interval is null)}}. Errors (errc::kBadValue): no files, a file that is not an engine-bench
-// result or has no round with llama.cpp figures, a missing or different machine class or shape,
-// a run given twice, a confidence outside (0, 1).
+// file_count (files its rounds came from), engine_versions[], median, min, max, interval: {low,
+// high, low_rank, high_rank, coverage} | null, reached (with a goal), median_meets_goal,
+// interval_above_goal (with a goal; false when interval is null)}}. Errors (errc::kBadValue): no
+// files, a file that is not an engine-bench result or has no round with llama.cpp figures, a
+// missing or different machine class or shape, a run given twice, a confidence outside (0, 1).
 inline Result<nlohmann::json> pool_rounds(const std::vector<PoolInput>& files, double confidence,
                                           const PoolGoals& goals = {}) {
   using namespace pool_detail;
@@ -337,7 +337,7 @@ inline Result<nlohmann::json> pool_rounds(const std::vector<PoolInput>& files, d
     if (key.kind == ArmKind::kDecode) goal = goals.decode;
     c["goal"] = goal ? json(*goal) : json(nullptr);
     c["n"] = v.size();
-    c["files"] = cell.files.size();
+    c["file_count"] = cell.files.size();
     c["engine_versions"] = std::vector<std::string>(cell.engine_versions.begin(), cell.engine_versions.end());
     const double med = median_of(v);
     c["median"] = med;

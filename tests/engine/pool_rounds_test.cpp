@@ -106,7 +106,7 @@ TEST(PoolRounds, PoolsEveryRoundOfEveryFileIntoOneCell) {
   const json* tg = find_cell(*pooled, "tg48");
   ASSERT_NE(tg, nullptr);
   EXPECT_EQ(tg->at("n"), 5);
-  EXPECT_EQ(tg->at("files"), 2);
+  EXPECT_EQ(tg->at("file_count"), 2);
   EXPECT_DOUBLE_EQ(tg->at("median").get<double>(), 1.1);
   EXPECT_DOUBLE_EQ(tg->at("min").get<double>(), 0.9);
   EXPECT_DOUBLE_EQ(tg->at("max").get<double>(), 1.3);
@@ -245,7 +245,7 @@ TEST(PoolRounds, EngineBenchPoolsCommittedResultFiles) {
     if (c.at("type") == "f16" && c.at("threads") == 1 && c.at("arm") == "tg48") tg = &c;
   ASSERT_NE(tg, nullptr);
   EXPECT_EQ(tg->at("n"), 15);  // ten rounds and five
-  EXPECT_EQ(tg->at("files"), 2);
+  EXPECT_EQ(tg->at("file_count"), 2);
 
   // A Zen 5 file beside them is refused, naming it; so is a file that is not JSON.
   const auto zen5 = results / "engine-vs-llama-epyc-zen5-dense16-bc74a0b-vm.json";
