@@ -968,7 +968,8 @@ int run(Args a) {
 
 // --pool: reads the result files, pools their rounds (bench/pool_rounds.h), prints the table on stderr and
 // writes the JSON to `out` (stdout when empty). Runs nothing.
-int run_pool(const std::vector<std::string>& paths, const std::string& out, double confidence) {
+int run_pool(const std::vector<std::string>& paths, const std::string& out, double confidence,
+             const kakeya::bench::PoolGoals& goals) {
   std::vector<kakeya::bench::PoolInput> inputs;
   for (const auto& p : paths) {
     std::ifstream in(p);
@@ -980,7 +981,7 @@ int run_pool(const std::vector<std::string>& paths, const std::string& out, doub
     }
     inputs.push_back({p, doc});
   }
-  auto pooled = kakeya::bench::pool_rounds(inputs, confidence);
+  auto pooled = kakeya::bench::pool_rounds(inputs, confidence, goals);
   if (!pooled) {
     std::cerr << "engine_bench: --pool: " << pooled.error().message << "\n";
     return 1;
@@ -1096,8 +1097,15 @@ int main(int argc, char** argv) {
   app.add_option("--confidence", confidence, "With --pool: coverage of the median's interval")
       ->capture_default_str()
       ->check(CLI::Range(0.5, 0.999));
+  kakeya::bench::PoolGoals goals;
+  app.add_option("--goal-decode", goals.decode, "With --pool: the decode goal (kakeya / llama.cpp) counted against")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 10.0));
+  app.add_option("--goal-prefill", goals.prefill, "With --pool: the prefill goal (kakeya / llama.cpp) counted against")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 10.0));
   if (auto code = kakeya::parse_command_line(app, argc, argv)) return *code;
-  if (!pool_files.empty()) return kakeya::engine::run_pool(pool_files, a.out, confidence);
+  if (!pool_files.empty()) return kakeya::engine::run_pool(pool_files, a.out, confidence, goals);
   for (size_t i = 0; i < a.variant_envs.size(); ++i)
     for (size_t j = 0; j < i; ++j)
       if (a.variant_envs[i] == a.variant_envs[j]) {

@@ -246,6 +246,23 @@ TEST(PoolRounds, EngineBenchPoolsCommittedResultFiles) {
   ASSERT_NE(tg, nullptr);
   EXPECT_EQ(tg->at("n"), 15);  // ten rounds and five
   EXPECT_EQ(tg->at("file_count"), 2);
+  EXPECT_DOUBLE_EQ(tg->at("goal").get<double>(), 1.1);
+
+  // Another decode goal counts the same rounds against it.
+  const auto out2 = tmp.path() / "pooled-1.0.json";
+  run = engine::test::run_bench_tool(
+      "kakeya_engine_bench", {"--pool", ten.string(), five.string(), "--goal-decode", "1.0", "--out", out2.string()},
+      60);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::ifstream f2(out2);
+  const json pooled2 = json::parse(f2, nullptr, false);
+  ASSERT_FALSE(pooled2.is_discarded());
+  EXPECT_DOUBLE_EQ(pooled2.at("goals").at("decode").get<double>(), 1.0);
+  for (const auto& c : pooled2.at("cells"))
+    if (c.at("type") == "f16" && c.at("threads") == 1 && c.at("arm") == "tg48") {
+      EXPECT_DOUBLE_EQ(c.at("goal").get<double>(), 1.0);
+      EXPECT_GE(c.at("reached").get<int>(), tg->at("reached").get<int>());
+    }
 
   // A Zen 5 file beside them is refused, naming it; so is a file that is not JSON.
   const auto zen5 = results / "engine-vs-llama-epyc-zen5-dense16-bc74a0b-vm.json";
