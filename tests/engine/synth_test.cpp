@@ -4,8 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <iterator>
+#include <string>
 #include <vector>
 
 #include "engine/cpu/quant.h"
@@ -19,11 +18,6 @@
 
 namespace kakeya::engine {
 namespace {
-
-std::vector<char> slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 // The smallest shape whose rows hold whole blocks of `type` (64/96 wide for 1- and 32-element
 // blocks, 256/256 for the 256-element K-quants and IQ4_XS).
@@ -99,8 +93,10 @@ TEST(Synth, DeterministicForAnyThreadCountAndSeedSensitive) {
   ASSERT_TRUE(write_synth_model(tiny(GgmlType::Q8_0, 11, 1), a.string()).ok());
   ASSERT_TRUE(write_synth_model(tiny(GgmlType::Q8_0, 11, 3), b.string()).ok());
   ASSERT_TRUE(write_synth_model(tiny(GgmlType::Q8_0, 12, 1), c.string()).ok());
-  EXPECT_EQ(slurp(a), slurp(b));
-  EXPECT_NE(slurp(a), slurp(c));
+  const std::string bytes_a = testing::file_text(a);
+  ASSERT_FALSE(bytes_a.empty());
+  EXPECT_EQ(bytes_a, testing::file_text(b));
+  EXPECT_NE(bytes_a, testing::file_text(c));
 }
 
 TEST(Synth, CopiesStoriesVocabularyWhenSizesMatch) {
