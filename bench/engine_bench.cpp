@@ -111,14 +111,10 @@ struct Args {
   bool keep_models = true;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  if (v.empty()) return 0;
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
+using kakeya::bench::median_of;  // the mean of the middle two for even sizes; 0 when empty
 
 json stats_json(const std::vector<double>& v) {
-  return {{"median", median(v)},
+  return {{"median", median_of(v)},
           {"min", v.empty() ? 0 : *std::min_element(v.begin(), v.end())},
           {"max", v.empty() ? 0 : *std::max_element(v.begin(), v.end())},
           {"n", v.size()}};
@@ -226,7 +222,7 @@ json read_stream(int n_threads, int mib, int reps) {
   ::munmap(mem, bytes);
   out["plain_gb_s"] = stats_json(plain);
   out["prefetched_gb_s"] = stats_json(prefetched);
-  out["gb_s"] = median(plain) >= median(prefetched) ? out["plain_gb_s"] : out["prefetched_gb_s"];
+  out["gb_s"] = median_of(plain) >= median_of(prefetched) ? out["plain_gb_s"] : out["prefetched_gb_s"];
   return out;
 }
 
@@ -757,7 +753,7 @@ int run(Args a) {
           dec_at[i].push_back(arm_median(kp->report, "decode_tok_s", aggregate_index(kp->report, L)));
           rj["kakeya"][key] = dec_at[i].back();
           if (!ldeep) continue;
-          const double v = median(ldeep->decode_tok_s[L]);
+          const double v = median_of(ldeep->decode_tok_s[L]);
           dec_at_llama[i].push_back(v);
           if (v > 0) dec_at_ratio[i].push_back(dec_at[i].back() / v);
           if (v > 0 && depth_same) dec_at_ratio_same[i].push_back(dec_at[i].back() / v);
@@ -808,12 +804,12 @@ int run(Args a) {
       const double rss = last.report.value("peak_rss_bytes", 0.0) > 0
                              ? last.report["peak_rss_bytes"].get<double>()
                              : static_cast<double>(last.child.max_rss_kib) * 1024.0;
-      const double dec_eff = c.weight_bytes_per_token * median(dec) / (bw[t] * 1e9);
+      const double dec_eff = c.weight_bytes_per_token * median_of(dec) / (bw[t] * 1e9);
       const double peak = roofline_peak_for(roof, type, t);
       json prefill = json::array();
       for (size_t i = 0; i < n_prompts; ++i) {
         const int L = a.prompt_tokens[i];
-        const double gflop_s = prefill_flops(c, L) / median(pre_s[i]) / 1e9;
+        const double gflop_s = prefill_flops(c, L) / median_of(pre_s[i]) / 1e9;
         json p = {{"prompt_tokens", L},
                   {"tok_s", stats_json(pre[i])},
                   {"gflop_s", gflop_s},
@@ -825,12 +821,12 @@ int run(Args a) {
           p["ratio_vs_llama"] = stats_json(pre_ratio[i]);
         }
         prefill.push_back(p);
-        std::printf("%-6s %3d %6d %10.2f %8.2f %8.2f %8.2f %10.2f %8.2f", type.c_str(), t, L, median(pre[i]),
-                    pre_ratio[i].empty() ? 0.0 : median(pre_ratio[i]), gflop_s / sg[t], peak > 0 ? gflop_s / peak : 0.0,
-                    median(dec_at[i]), dec_at_ratio[i].empty() ? 0.0 : median(dec_at_ratio[i]));
+        std::printf("%-6s %3d %6d %10.2f %8.2f %8.2f %8.2f %10.2f %8.2f", type.c_str(), t, L, median_of(pre[i]),
+                    pre_ratio[i].empty() ? 0.0 : median_of(pre_ratio[i]), gflop_s / sg[t], peak > 0 ? gflop_s / peak : 0.0,
+                    median_of(dec_at[i]), dec_at_ratio[i].empty() ? 0.0 : median_of(dec_at_ratio[i]));
         if (i == 0) {
-          std::printf(" %10.2f %8.2f %8.2f %8.2f %8.2f %10.0f\n", median(dec), dec_ratio.empty() ? 0.0 : median(dec_ratio),
-                      dec_eff, median(dec_read_eff), median(dec_llama_read_eff), rss / 1e6);
+          std::printf(" %10.2f %8.2f %8.2f %8.2f %8.2f %10.0f\n", median_of(dec),
+                      dec_ratio.empty() ? 0.0 : median_of(dec_ratio), dec_eff, median_of(dec_read_eff), median_of(dec_llama_read_eff), rss / 1e6);
         } else {
           std::printf("\n");
         }
@@ -838,14 +834,14 @@ int run(Args a) {
       if (n_prompts > 0 && (!dec_ratio_same.empty() || !dec_at_ratio_same[0].empty()))
         std::printf("%-6s %3d same-window rounds: decode %zu of %zu, ratio %.2f; after pp%d %zu of %zu, ratio %.2f\n",
                     type.c_str(), t, dec_ratio_same.size(), dec_ratio.size(),
-                    dec_ratio_same.empty() ? 0.0 : median(dec_ratio_same), a.prompt_tokens[0],
+                    dec_ratio_same.empty() ? 0.0 : median_of(dec_ratio_same), a.prompt_tokens[0],
                     dec_at_ratio_same[0].size(), dec_at_ratio[0].size(),
-                    dec_at_ratio_same[0].empty() ? 0.0 : median(dec_at_ratio_same[0]));
+                    dec_at_ratio_same[0].empty() ? 0.0 : median_of(dec_at_ratio_same[0]));
       std::fflush(stdout);
       json decode = {{"after_prompt_tokens", kDecodePromptTokens},
                      {"tok_s", stats_json(dec)},
                      {"after_longer_prompt", {{"after_prompt_tokens", a.prompt_tokens[0]}, {"tok_s", stats_json(dec_at[0])}}},
-                     {"weight_gb_s", c.weight_bytes_per_token * median(dec) / 1e9},
+                     {"weight_gb_s", c.weight_bytes_per_token * median_of(dec) / 1e9},
                      {"efficiency", dec_eff}};
       if (!dec_read_eff.empty()) decode["read_efficiency"] = stats_json(dec_read_eff);
       json at_depth = json::array();
@@ -870,14 +866,14 @@ int run(Args a) {
           if (!a.llama_bench.empty()) vj["ratio_vs_llama"] = stats_json(f.ratio_vs_llama);
           variants.push_back(vj);
           std::printf("%-6s %3d variant %s: decode %.2f tok/s, vs_llama %.2f, vs_kakeya %.2f (medians of rounds)\n",
-                      type.c_str(), t, a.variant_envs[v].c_str(), median(f.tok_s),
-                      f.ratio_vs_llama.empty() ? 0.0 : median(f.ratio_vs_llama), median(f.ratio_vs_kakeya));
+                      type.c_str(), t, a.variant_envs[v].c_str(), median_of(f.tok_s),
+                      f.ratio_vs_llama.empty() ? 0.0 : median_of(f.ratio_vs_llama), median_of(f.ratio_vs_kakeya));
         }
         decode["variants"] = variants;
       }
       if (!a.llama_bench.empty()) {
         decode["llama_tok_s"] = stats_json(dec_llama);
-        decode["llama_weight_gb_s"] = c.weight_bytes_per_token * median(dec_llama) / 1e9;
+        decode["llama_weight_gb_s"] = c.weight_bytes_per_token * median_of(dec_llama) / 1e9;
         decode["ratio_vs_llama"] = stats_json(dec_ratio);
         decode["same_window_ratio_vs_llama"] = stats_json(dec_ratio_same);
         if (!dec_llama_read_eff.empty()) decode["llama_read_efficiency"] = stats_json(dec_llama_read_eff);
@@ -934,11 +930,6 @@ int run(Args a) {
       if (dec[1].size() == dec[2].size() && !dec[1].empty() && dec[1].back() > 0)
         ratios.push_back(dec[2].back() / dec[1].back());
     }
-    auto median = [](std::vector<double> v) {
-      if (v.empty()) return 0.0;
-      std::sort(v.begin(), v.end());
-      return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-    };
     if (spinner > 0) {
       kill(spinner, SIGKILL);
       waitpid(spinner, nullptr, 0);
@@ -948,13 +939,13 @@ int run(Args a) {
                            {"cpus_online", std::thread::hardware_concurrency()},
                            {"rounds", a.oversub_rounds},
                            {"arms", arms},
-                           {"decode_tok_s_median_2t", median(dec[2])},
-                           {"decode_tok_s_median_1t", median(dec[1])},
+                           {"decode_tok_s_median_2t", median_of(dec[2])},
+                           {"decode_tok_s_median_1t", median_of(dec[1])},
                            {"decode_2t_over_1t_per_round", ratios},
-                           {"decode_2t_over_1t", median(ratios)}};
+                           {"decode_2t_over_1t", median_of(ratios)}};
     std::printf("oversubscribed (1 spinning process, %s, %d rounds): decode 2 threads %.2f tok/s, 1 thread %.2f "
                 "tok/s (medians), 2t/1t %.2f (median of rounds)\n",
-                a.oversub_type.c_str(), a.oversub_rounds, median(dec[2]), median(dec[1]), median(ratios));
+                a.oversub_type.c_str(), a.oversub_rounds, median_of(dec[2]), median_of(dec[1]), median_of(ratios));
   }
   r["load_after"] = read_first_line("/proc/loadavg");
   if (!a.keep_models) fs::remove_all(a.cache_dir);
