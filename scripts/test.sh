@@ -4,7 +4,27 @@
 # libFuzzer run of every fuzz target (tests/fuzz/run.sh; KAKEYA_FUZZ_SECONDS is the run's total).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
+
+# Each stage's wall time, printed as it ends and listed again when the script exits, passing or
+# not: CI runs this on a 2-core machine and must stay well under 45 minutes, and this says where
+# the time goes.
+stage_times=()
+stage_start=$SECONDS
+stage_done() {  # $1: the stage that just ended
+  local took=$((SECONDS - stage_start))
+  stage_times+=("$1 ${took} s")
+  echo "== $1: ${took} s"
+  stage_start=$SECONDS
+}
+print_stage_times() {
+  local joined=""
+  (( ${#stage_times[@]} > 0 )) && printf -v joined '%s, ' "${stage_times[@]}"
+  echo "== stage times: ${joined:-none yet, }${SECONDS} s in all"
+}
+trap print_stage_times EXIT
+
 bash "$root/scripts/deps.sh"
+stage_done deps
 jobs="$(nproc)"
 
 # ctest in build dir $1 with the remaining args; when a test fails, the failing tests run once
@@ -21,8 +41,10 @@ run_ctest() {
 
 echo "== build (Release, -Werror)"
 KAKEYA_BUILD_TYPE=Release bash "$root/scripts/build.sh" "$root/build-test" -DKAKEYA_WERROR=ON -DKAKEYA_TESTS=ON -DKAKEYA_BENCH=ON
+stage_done build
 echo "== tests"
 run_ctest "$root/build-test" -j "$jobs" --timeout 900
+stage_done tests
 
 if [ "${KAKEYA_SKIP_SANITIZE:-0}" != 1 ]; then
   echo "== tests under AddressSanitizer + UBSan"
@@ -34,11 +56,14 @@ if [ "${KAKEYA_SKIP_SANITIZE:-0}" != 1 ]; then
   KAKEYA_BUILD_TYPE=Debug bash "$root/scripts/build.sh" "$root/build-asan" -DKAKEYA_WERROR=ON \
     -DKAKEYA_SANITIZE=ON -DKAKEYA_TESTS=ON -DKAKEYA_BENCH=OFF -DCMAKE_C_FLAGS_DEBUG=-g1 -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
     -DCMAKE_UNITY_BUILD=ON
+  stage_done "sanitized build"
   ASAN_OPTIONS=detect_leaks=0 run_ctest "$root/build-asan" -j "$jobs" --timeout 1800
+  stage_done "sanitized tests"
 fi
 
 if [ -x "$root/tests/fuzz/run.sh" ] && [ "${KAKEYA_SKIP_FUZZ:-0}" != 1 ]; then
   echo "== fuzz every target (tests/fuzz: GGUF reader, bus documents, branch view, log redactor, catalog and runner-config YAML, SSH signatures; short run)"
   FUZZ_SECONDS="${KAKEYA_FUZZ_SECONDS:-60}" bash "$root/tests/fuzz/run.sh"
+  stage_done "fuzz build and run"
 fi
 echo "== all tests passed"
