@@ -51,8 +51,8 @@ if [ "${KAKEYA_SKIP_SANITIZE:-0}" != 1 ]; then
   # -g1: the line tables a sanitizer report's stack needs, without full debug info; it compiles
   # the heaviest files about a tenth faster than -g (-O1 would compile them 30-60% slower).
   # A unity build (CMake batches of 8 .cpp files per translation unit, headers and template code
-  # compiled once a batch): the same sources as the Release build above, which checks that each
-  # file compiles alone.
+  # compiled once a batch): the same sources as the Release build above, which compiles each
+  # library and program file alone (the test suites are unity batches in both: tests/CMakeLists.txt).
   KAKEYA_BUILD_TYPE=Debug bash "$root/scripts/build.sh" "$root/build-asan" -DKAKEYA_WERROR=ON \
     -DKAKEYA_SANITIZE=ON -DKAKEYA_TESTS=ON -DKAKEYA_BENCH=OFF -DCMAKE_C_FLAGS_DEBUG=-g1 -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
     -DCMAKE_UNITY_BUILD=ON
