@@ -8,20 +8,15 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 # Each stage's wall time, printed as it ends and listed again when the script exits, passing or
 # not: CI runs this on a 2-core machine and must stay well under 45 minutes, and this says where
 # the time goes.
-stage_times=()
+stage_times=""
 stage_start=$SECONDS
 stage_done() {  # $1: the stage that just ended
   local took=$((SECONDS - stage_start))
-  stage_times+=("$1 ${took} s")
+  stage_times+="$1 ${took} s, "
   echo "== $1: ${took} s"
   stage_start=$SECONDS
 }
-print_stage_times() {
-  local joined=""
-  (( ${#stage_times[@]} > 0 )) && printf -v joined '%s, ' "${stage_times[@]}"
-  echo "== stage times: ${joined:-none yet, }${SECONDS} s in all"
-}
-trap print_stage_times EXIT
+trap 'echo "== stage times: ${stage_times:-none yet, }${SECONDS} s in all"' EXIT
 
 bash "$root/scripts/deps.sh"
 stage_done deps
